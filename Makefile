@@ -1,0 +1,39 @@
+# The two commands of the README: `make demo` and `make test`. Both install what they need on a fresh Debian machine:
+# the system packages (Java for Spark, tshark/tcpdump for captures, chromium for the dashboard test) and a virtualenv.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+DEBIAN_PACKAGES := default-jre-headless tshark tcpdump chromium
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: demo test bench system-packages clean
+
+demo: $(BIN)/.installed system-packages
+	$(BIN)/kafkatap demo
+
+test: $(BIN)/.installed system-packages
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+bench: $(BIN)/.installed system-packages
+	$(BIN)/python -m benchmarks
+
+system-packages:
+	@missing=""; \
+	command -v java >/dev/null || missing="$$missing default-jre-headless"; \
+	command -v tshark >/dev/null || missing="$$missing tshark"; \
+	command -v tcpdump >/dev/null || missing="$$missing tcpdump"; \
+	command -v chromium >/dev/null || missing="$$missing chromium"; \
+	if [ -n "$$missing" ]; then \
+		echo "installing Debian packages:$$missing"; \
+		$(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
+$(BIN)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $@
+
+clean:
+	rm -rf $(VENV) demo-out .pytest_cache .hypothesis

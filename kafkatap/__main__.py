@@ -1,0 +1,5 @@
+import sys
+
+from kafkatap.cli import main
+
+sys.exit(main())

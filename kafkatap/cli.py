@@ -1,0 +1,39 @@
+"""The `kafkatap` console script: one subcommand per stage, each also runnable on its own."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "capture": ("capture.cli", "capture live broker traffic to rotating pcapng files"),
+    "dissect": ("dissect.cli", "turn pcap/pcapng captures into Parquet frames"),
+    "analyze": ("pipelines.analyze", "run every PySpark pipeline over dissected frames"),
+    "dashboard": ("dashboards.cli", "write the self-contained HTML dashboard of a report"),
+    "samples": ("samples.cli", "regenerate the bundled sample captures and their ground truth"),
+    "demo": ("kafkatap.demo", "dissect, analyze and chart the bundled sample end to end"),
+}
+
+
+def usage() -> str:
+    lines = ["usage: kafkatap <command> [options]", "", "commands:"]
+    lines += [f"  {name:<10} {help_}" for name, (_, help_) in SUBCOMMANDS.items()]
+    lines += ["", "Run `kafkatap <command> --help` for a command's options."]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0] in {"-h", "--help"}:
+        print(usage())
+        return 0
+    name, rest = argv[0], argv[1:]
+    if name not in SUBCOMMANDS:
+        print(f"kafkatap: unknown command {name!r}\n\n{usage()}", file=sys.stderr)
+        return 2
+    module = importlib.import_module(SUBCOMMANDS[name][0])
+    return int(module.main(rest) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
