@@ -1,0 +1,1 @@
+"""The HTML dashboard of a `kafkatap analyze` report (pyarrow + plotly, no Spark)."""

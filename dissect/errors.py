@@ -20,6 +20,7 @@ REASONS: dict[str, str] = {
     "bad_compression": "a compression codec id that does not exist, or data it cannot decompress",
     "crc_mismatch": "a checksum that does not match",
     "bad_value": "a value that cannot be encoded in its field",
+    "bad_tagged_field": "a tagged field whose declared size does not match the value it carries",
 }
 
 

@@ -1,0 +1,163 @@
+"""The ring files of one capture run, in the order the engine wrote them, and the moment each one closes.
+
+dumpcap (and the scapy fallback) print a file's name on stdout when they close it; tcpdump says nothing, so its
+directory is polled: when a newer file appears, the previous one is closed. Closed files are handed out, in order,
+by `closed_paths()`, a blocking iterator the dissector consumes while the capture goes on.
+
+A ring of K files deletes the oldest file when it opens a new one. With a `hold_dir` each file gets a hard link
+there as soon as it appears, so a dissector that reads later still finds every file of the run (under the same
+name); release() removes the links. The held files cost disk space until then.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+HOLD_DIR = ".kafkatap-held"
+
+
+@dataclass
+class RingFile:
+    path: str
+    held: str | None = None  # the hard link that keeps the file after the ring deletes it
+    size: int = 0
+    closed: bool = False
+
+
+class Ring:
+    def __init__(self, hold_dir: str | None = None) -> None:
+        self.hold_dir = hold_dir
+        self.files: list[RingFile] = []
+        self._by_path: dict[str, RingFile] = {}
+        self._cond = threading.Condition()
+        self._finished = False
+
+    @property
+    def current(self) -> str | None:
+        open_files = [f.path for f in self.files if not f.closed]
+        return open_files[-1] if open_files else None
+
+    def opened(self, path: str, reused: bool = False) -> None:
+        """The engine started writing `path`; `reused`: a ring that recycles names (tcpdump -W) wrote it anew."""
+        with self._cond:
+            known = self._by_path.get(path)
+            if known is not None and not (reused and known.closed):
+                return
+            f = RingFile(path)
+            if self.hold_dir is not None:
+                f.held = self._hold(path)
+            self.files.append(f)
+            self._by_path[path] = f
+
+    def closed(self, path: str) -> None:
+        """The engine closed `path`: it and every earlier file are complete."""
+        with self._cond:
+            self.opened(path)
+            last = self._by_path[path]
+            for f in self.files:
+                if not f.closed:
+                    f.closed, f.size = True, _size(f)
+                if f is last:
+                    break
+            self._cond.notify_all()
+
+    def finish(self) -> None:
+        """The engine has exited: every file is complete."""
+        with self._cond:
+            for f in self.files:
+                if not f.closed:
+                    f.closed, f.size = True, _size(f)
+            self._finished = True
+            self._cond.notify_all()
+
+    def _hold(self, path: str) -> str | None:
+        os.makedirs(self.hold_dir, exist_ok=True)
+        held = os.path.join(self.hold_dir, os.path.basename(path))
+        try:
+            if os.path.lexists(held):  # a ring that recycles names (tcpdump -W) rewrites the same file anyway
+                os.unlink(held)
+            os.link(path, held)
+        except OSError:
+            return None  # already rotated away: nothing left to hold
+        return held
+
+    def bytes_written(self) -> int:
+        return sum(f.size if f.closed else _size(f) for f in self.files)
+
+    def lost_before_held(self) -> list[str]:
+        """Files the ring deleted before they could be held (the engine rotated K files between two reports)."""
+        if self.hold_dir is None:
+            return []
+        return [f.path for f in self.files if f.held is None and not os.path.exists(f.path)]
+
+    def rotated_away(self) -> list[str]:
+        """Files of this run the engine's ring has deleted."""
+        return [f.path for f in self.files if not os.path.exists(f.path)]
+
+    def closed_paths(self) -> Iterator[str]:
+        """Yield each complete file in write order, waiting for the engine; ends after finish()."""
+        index = 0
+        while True:
+            with self._cond:
+                while not (index < len(self.files) and self.files[index].closed) and not self._finished:
+                    self._cond.wait()
+                if index >= len(self.files):
+                    return
+                f = self.files[index]
+            index += 1
+            path = f.held or f.path  # the link: the consumer may open it long after the ring deleted the file
+            if os.path.exists(path):
+                yield path
+
+    def release(self) -> None:
+        """Remove the held links (the dissector is done with them)."""
+        for f in self.files:
+            if f.held is not None:
+                try:
+                    os.unlink(f.held)
+                except FileNotFoundError:
+                    pass
+                f.held = None
+        if self.hold_dir is not None:
+            try:
+                os.rmdir(self.hold_dir)
+            except OSError:
+                pass
+
+
+def _size(f: RingFile) -> int:
+    """Current size on disk; the last size seen once the ring has deleted the file."""
+    for path in filter(None, (f.path, f.held)):
+        try:
+            return os.path.getsize(path)
+        except OSError:
+            pass
+    return f.size
+
+
+class DirectoryWatch:
+    """tcpdump's rotation seen from outside: the newest file is the one being written."""
+
+    def __init__(self, pattern: str, ring: Ring) -> None:
+        self.pattern = pattern
+        self.ring = ring
+        self._newest: str | None = None
+
+    def poll(self) -> None:
+        def mtime(path: str) -> int:
+            try:
+                return os.stat(path).st_mtime_ns
+            except FileNotFoundError:
+                return -1
+
+        paths = sorted((p for p in glob.glob(self.pattern) if mtime(p) >= 0), key=mtime)
+        if not paths or paths[-1] == self._newest:
+            return
+        if self._newest is not None:
+            self.ring.closed(self._newest)
+        self._newest = paths[-1]
+        self.ring.opened(self._newest, reused=True)

@@ -1,0 +1,5 @@
+import sys
+
+from dashboards.cli import main
+
+sys.exit(main())

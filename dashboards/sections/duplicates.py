@@ -1,0 +1,53 @@
+"""Duplicate deliveries: offset ranges fetched, acquired or appended more than once, with who got them and the
+likely cause."""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+from dashboards.charts import figure
+from dashboards.fragments import Col, Section, empty, esc_plot, fmt_int, fmt_list, fmt_ts, note, table
+from dashboards.load import Report
+
+import pandas as pd
+
+
+def _cause_chart(dups: pd.DataFrame) -> go.Figure:
+    again = dups.assign(again=(dups["deliveries"].fillna(2) - 1) * dups["records"].fillna(0))
+    by = again.groupby([again["kind"].fillna("?"), again["cause"].fillna("unknown")])["again"].sum().reset_index()
+    fig = figure("Records delivered again, by cause", height=max(220, 90 + 26 * len(by)), x_title="records")
+    for kind, part in by.groupby("kind"):
+        fig.add_bar(y=[esc_plot(c) for c in part["cause"]], x=part["again"].to_numpy(), orientation="h", name=esc_plot(kind),
+                    hovertemplate=f"{esc_plot(kind)} · %{{y}}: %{{x:,}} records<extra></extra>")
+    fig.update_layout(barmode="stack", margin={"l": 160})
+    return fig
+
+
+def render(report: Report) -> Section:
+    lead = "Offset ranges delivered (or appended) more than once, with both deliveries and the likely cause."
+    dups = report.frame("duplicate_deliveries")
+    if dups.empty:
+        return Section("duplicates", "Duplicate deliveries", [empty(
+            "duplicate deliveries", "A consumer fetching the same offsets twice (after a fencing or rebalance), a "
+            "share group redelivering a range, or a producer retry appended twice would be listed here.")],
+            lead=lead)
+    dups = dups.assign(range=dups["first_offset"].astype("Int64").astype(str) + "–"
+                       + dups["last_offset"].astype("Int64").astype(str))
+    cols = [
+        Col("kind", "kind"), Col("group_id", "group"), Col("topic", "topic"),
+        Col("partition", "partition", fmt_int, numeric=True), Col("range", "offsets"),
+        Col("records", "records", fmt_int, numeric=True), Col("deliveries", "deliveries", fmt_int, numeric=True),
+        Col("cause", "cause"), Col("first_delivery_ts", "first delivery", fmt_ts),
+        Col("first_member_id", "first member"), Col("first_client_id", "first client"),
+        Col("redelivery_ts", "redelivery", fmt_ts), Col("redelivery_member_id", "redelivered to"),
+        Col("redelivery_client_id", "redelivery client"), Col("ack_history", "earlier acks", fmt_list),
+        Col("producer_id", "producer id", fmt_int, numeric=True),
+        Col("base_sequence", "base sequence", fmt_int, numeric=True),
+        Col("original_offset", "original offset", fmt_int, numeric=True),
+    ]
+    return Section("duplicates", "Duplicate deliveries", [
+        _cause_chart(dups),
+        table(dups.sort_values("first_delivery_ts"), cols, table_id="duplicates-table",
+              source="duplicate_deliveries", cell_class=lambda r: "row-warn" if r["possible"] is True else ""),
+        note("Amber rows are possible duplicates inferred from record hashes rather than proven by offsets."),
+    ], lead=lead)

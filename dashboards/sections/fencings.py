@@ -1,0 +1,45 @@
+"""Fencings: every member, producer or share session the broker rejected for a stale epoch, with the evidence
+(the epoch it used, the one the broker had handed and which response handed it)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from dashboards.fragments import Col, Section, empty, fmt_conn, fmt_int, fmt_text, fmt_ts, note, table
+from dashboards.load import Report
+
+
+def _party(f: pd.DataFrame) -> pd.Series:
+    """Who was fenced, in one column: `group / member`, the transactional id or the producer id."""
+    group = f["group_id"].fillna("") + " / " + f["member_id"].fillna(f["group_instance_id"]).fillna("?")
+    producer = f["transactional_id"].fillna("pid " + f["producer_id"].astype("Int64").astype(str))
+    return group.where(f["group_id"].notna(), producer)
+
+
+def render(report: Report) -> Section:
+    lead = ("Requests the broker rejected because the sender's epoch was stale, or that used an epoch older than "
+            "one already handed to the same party (inferred).")
+    fenced = report.frame("fenced_epochs")
+    if fenced.empty:
+        return Section("fencings", "Fencings", [empty(
+            "fencings", "A FENCED_MEMBER_EPOCH, ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, PRODUCER_FENCED, "
+            "INVALID_PRODUCER_EPOCH or INVALID_SHARE_SESSION_EPOCH answer, or a zombie reusing an old epoch, "
+            "would be listed here with its evidence.")], lead=lead)
+    fenced = fenced.assign(party=_party(fenced),
+                           how=fenced["inferred"].map({True: "inferred", False: "broker error"}).fillna(""))
+    cols = [
+        Col("ts", "time", fmt_ts), Col("party", "fenced"), Col("error_name", "error"),
+        Col("stale_epoch", "used epoch", fmt_int, numeric=True),
+        Col("current_epoch", "current epoch", fmt_int, numeric=True),
+        Col("current_epoch_source", "evidence", fmt_text, title="the response that handed the current epoch",
+            wrap=True),
+        Col("how", "how"), Col("kind", "kind"), Col("client_id", "client"), Col("api_name", "rejected api"),
+        Col("correlation_id", "corr id", fmt_int, numeric=True), Col("conn_id", "connection", fmt_conn),
+        Col("requests", "requests", fmt_int, numeric=True,
+            title="requests with the same stale epoch folded into this row"),
+    ]
+    return Section("fencings", "Fencings", [
+        table(fenced.sort_values("ts"), cols, table_id="fencings-table", source="fenced_epochs",
+              cell_class=lambda r: "row-warn" if r["inferred"] is True else "row-bad"),
+        note("Click a column header to sort. Red rows: the broker said so; amber: inferred from the epochs alone."),
+    ], lead=lead)

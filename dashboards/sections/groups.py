@@ -1,0 +1,204 @@
+"""Group timeline: per group, members as lanes, with joins, leaves, expiries and fencings as marks.
+
+A member's lane runs from its first request to its end; the epochs (KIP-848 member epochs, classic generations) the
+broker handed it label the lane in order. The report keeps each member's epochs but not when each was handed, so
+they are shown in sequence on the lane rather than placed at invented times. The top lane marks every membership
+change (join, leave, expiry, fencing): each one makes the group rebalance.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from dashboards.charts import capture_range, figure
+from dashboards.fragments import Col, Section, empty, esc_plot, fmt_int, fmt_ts_full, note, table
+from dashboards.load import Report
+
+GROUP_KINDS = ("consumer_group", "classic_group", "share_group")
+MAX_GROUPS = 12
+MAX_LANES = 40
+REBALANCE_LANE = "⟳ membership changes"
+END_STYLE = {  # ended -> (lane colour, end mark symbol, end mark colour, words)
+    "alive": ("#93c5fd", None, None, "still heartbeating at capture end"),
+    "left": ("#cbd5e1", "square", "#475569", "left the group"),
+    "expired": ("#fcd34d", "diamond", "#d97706", "went silent past the session timeout"),
+    "fenced": ("#fca5a5", "square", "#dc2626", "fenced by the broker"),
+}
+MEMBER_COLUMNS = ("kind", "group_id", "member_id", "group_instance_id", "client_id", "first_seen", "last_seen",
+                  "generations", "member_epochs", "joins", "heartbeats", "assignment_changes", "partitions_gained",
+                  "partitions_lost", "ended", "end_ts", "end_error")
+
+
+def members(report: Report) -> pd.DataFrame:
+    """Consumer, classic and share group members in one frame (share members have no generations or joins)."""
+    groups = report.frame("sessions/members", MEMBER_COLUMNS)
+    share = report.frame("sessions/share_members", ("group_id", "member_id", "client_id", "first_seen", "last_seen",
+                                                     "member_epochs", "ended", "end_ts"))
+    share = share.assign(kind="share_group")
+    return pd.concat([df for df in (groups, share) if len(df)] or [groups], ignore_index=True)
+
+
+def _epochs(row: pd.Series) -> str:
+    for col, word in (("member_epochs", "epoch"), ("generations", "generation")):
+        values = row.get(col)
+        if values is not None and not isinstance(values, float) and len(values):
+            shown = [str(int(v)) for v in values]
+            if len(shown) > 8:
+                shown = [*shown[:3], "…", *shown[-3:]]
+            return f"{word} {' → '.join(shown)}"
+    return ""
+
+
+def _lane_labels(group: pd.DataFrame) -> pd.Series:
+    """`member (client)`, shortened; unique per group so two members never share a lane."""
+    labels, seen = [], set()
+    for member, client in zip(group["member_id"].fillna("?"), group["client_id"].fillna("?")):
+        short = member if len(member) <= 26 else member[:25] + "…"
+        label = f"{short} ({client})"
+        while label in seen:
+            label += "'"
+        seen.add(label)
+        labels.append(label)
+    return pd.Series(labels, index=group.index)
+
+
+def _member_hover(row: pd.Series) -> str:
+    lines = [f"<b>{esc_plot(row['member_id'])}</b>", f"client {esc_plot(row.get('client_id'))}", f"kind {esc_plot(row['kind'])}"]
+    if isinstance(row.get("group_instance_id"), str):
+        lines.append(f"instance {esc_plot(row['group_instance_id'])}")
+    lines.append(f"first seen {esc_plot(fmt_ts_full(row['first_seen']))}")
+    if _epochs(row):
+        lines.append(esc_plot(_epochs(row)))
+    for col, word in (("joins", "joins"), ("heartbeats", "heartbeats"), ("assignment_changes", "assignment changes")):
+        if pd.notna(row.get(col)):
+            lines.append(f"{word}: {int(row[col]):,}")
+    ended = row.get("ended") or "alive"
+    lines.append(f"ended: {esc_plot(ended)} ({esc_plot(END_STYLE.get(ended, ('', '', '', ''))[3])})")
+    if isinstance(row.get("end_error"), str):
+        lines.append(f"error: <b>{esc_plot(row['end_error'])}</b>")
+    return "<br>".join(lines)
+
+
+def _fencing_hover(f: pd.Series) -> str:
+    how = "inferred: no broker error, the epoch was older than one already handed" if f.get("inferred") else \
+        f"broker answered <b>{esc_plot(f.get('error_name'))}</b>"
+    lines = [f"<b>FENCED</b> {esc_plot(f.get('member_id'))}", how,
+             f"at {esc_plot(fmt_ts_full(f['ts']))}",
+             f"used epoch {esc_plot(f.get('stale_epoch'))}; current {esc_plot(f.get('current_epoch'))}",
+             f"evidence: {esc_plot(f.get('current_epoch_source') or 'no earlier epoch seen')}",
+             f"rejected {esc_plot(f.get('api_name'))} corr {esc_plot(f.get('correlation_id'))} on {esc_plot(f.get('conn_id'))}"]
+    if pd.notna(f.get("requests")) and int(f["requests"]) > 1:
+        lines.append(f"{int(f['requests']):,} requests with this stale epoch")
+    return "<br>".join(lines)
+
+
+def _with_unseen_fenced(group: pd.DataFrame, fenced: pd.DataFrame) -> pd.DataFrame:
+    """Members fenced without a sessions row (their first request was already stale) still get a lane."""
+    unseen = fenced[~fenced["member_id"].isin(group["member_id"]) & fenced["member_id"].notna()]
+    if unseen.empty:
+        return group
+    rows = unseen.groupby("member_id", as_index=False).agg(
+        kind=("kind", "first"), group_id=("group_id", "first"), client_id=("client_id", "first"),
+        first_seen=("ts", "min"), last_seen=("ts", "max"), end_error=("error_name", "first"))
+    return pd.concat([group, rows.assign(ended="fenced", end_ts=rows["last_seen"])], ignore_index=True)
+
+
+def _pick_lanes(group: pd.DataFrame, fenced: pd.DataFrame) -> pd.DataFrame:
+    """At most MAX_LANES members, fenced ones first, shown in order of arrival."""
+    first = group["member_id"].isin(fenced["member_id"]) | (group["ended"] == "fenced")
+    return pd.concat([group[first], group[~first]]).head(MAX_LANES).sort_values("first_seen", kind="stable")
+
+
+def _timeline(group_id: str, group: pd.DataFrame, fenced: pd.DataFrame, span: list | None) -> go.Figure:
+    group = group.assign(ended=group["ended"].fillna("alive"))
+    group = _pick_lanes(_with_unseen_fenced(group, fenced), fenced)
+    group = group.assign(lane=_lane_labels(group),
+                         end=group["end_ts"].fillna(group["last_seen"]).fillna(group["first_seen"]))
+    lanes = [REBALANCE_LANE, *group["lane"]]
+    kind = group["kind"].iloc[0]
+    count = group["member_id"].nunique()
+    fig = figure(f"{group_id} · {kind.replace('_', ' ')} · {count} member{'s' if count != 1 else ''}",
+                 height=130 + 34 * len(lanes), time_x=True)
+    for ended, part in group.groupby("ended"):
+        xs: list = []
+        ys: list = []
+        for row in part.itertuples():
+            xs += [row.first_seen, row.end, None]
+            ys += [esc_plot(row.lane), esc_plot(row.lane), None]
+        fig.add_scatter(x=xs, y=ys, mode="lines", line={"width": 10, "color": END_STYLE.get(ended, END_STYLE["alive"])[0]},
+                        name=esc_plot(ended), hoverinfo="skip")
+    fig.add_scatter(x=group["first_seen"], y=[esc_plot(x) for x in group["lane"]], mode="markers+text",
+                    marker={"symbol": "triangle-right", "size": 12, "color": "#059669"}, name="join",
+                    text=[esc_plot(_epochs(r)) for _, r in group.iterrows()], textposition="top right",
+                    textfont={"size": 10, "color": "#374151"},
+                    hovertext=[_member_hover(r) for _, r in group.iterrows()], hoverinfo="text")
+    for ended, part in group.groupby("ended"):
+        _, symbol, colour, _ = END_STYLE.get(ended, END_STYLE["alive"])
+        if symbol:
+            fig.add_scatter(x=part["end"], y=[esc_plot(x) for x in part["lane"]], mode="markers", showlegend=False,
+                            marker={"symbol": symbol, "size": 10, "color": colour, "line": {"width": 1}},
+                            hovertext=[_member_hover(r) for _, r in part.iterrows()], hoverinfo="text",
+                            name=esc_plot(ended))
+    lane_of = dict(zip(group["member_id"], group["lane"]))
+    hits = fenced[fenced["member_id"].isin(lane_of)]
+    if len(hits):
+        fig.add_scatter(x=hits["ts"], y=[esc_plot(lane_of[m]) for m in hits["member_id"]], mode="markers",
+                        name="fencing", marker={"symbol": "x-thin", "size": 18,
+                                                "line": {"width": 3, "color": "#b91c1c"}},
+                        hovertext=[_fencing_hover(f) for _, f in hits.iterrows()], hoverinfo="text")
+    ends = group[group["ended"] != "alive"]
+    changes = pd.concat([
+        pd.DataFrame({"ts": group["first_seen"], "what": "joined", "lane": group["lane"]}),
+        pd.DataFrame({"ts": ends["end"], "what": ends["ended"], "lane": ends["lane"]}),
+    ]).dropna(subset=["ts"]).sort_values("ts")
+    fig.add_scatter(x=changes["ts"], y=[REBALANCE_LANE] * len(changes), mode="markers", name="membership change",
+                    marker={"symbol": "diamond-tall", "size": 9, "color": "#7c3aed"},
+                    hovertext=[f"{esc_plot(lane)} {esc_plot(what)} at {esc_plot(fmt_ts_full(ts))}: the group "
+                               "rebalances" for ts, what, lane in changes[["ts", "what", "lane"]].itertuples(index=False)],
+                    hoverinfo="text")
+    fig.update_yaxes(categoryorder="array", categoryarray=[esc_plot(x) for x in lanes[::-1]], type="category")
+    if span:
+        fig.update_xaxes(range=span)
+    return fig
+
+
+def _summary(members_: pd.DataFrame, fenced: pd.DataFrame) -> pd.DataFrame:
+    ended = members_.assign(ended=members_["ended"].fillna("alive"))
+    out = ended.groupby(["group_id", "kind"], dropna=False).agg(
+        members=("member_id", "nunique"), first_seen=("first_seen", "min"), last_seen=("last_seen", "max")
+    ).reset_index()
+    for state in ("alive", "left", "expired", "fenced"):
+        counts = ended[ended["ended"] == state].groupby("group_id")["member_id"].nunique()
+        out[state] = out["group_id"].map(counts).fillna(0).astype(int)
+    out["fencings"] = out["group_id"].map(fenced.groupby("group_id").size()).fillna(0).astype(int)
+    return out.sort_values(["fencings", "members"], ascending=False, ignore_index=True)
+
+
+def render(report: Report) -> Section:
+    lead = ("Members as lanes, labelled with the epochs the broker handed them: ▶ join, ■ leave or end, ◆ expiry, "
+            "✕ fencing (hover for the error and the evidence).")
+    all_members = members(report)
+    fenced = report.frame("fenced_epochs")
+    fenced = fenced[fenced["kind"].isin(GROUP_KINDS)]
+    if all_members.empty:
+        return Section("groups", "Groups", [empty(
+            "consumer or share groups", "JoinGroup / Heartbeat (classic), ConsumerGroupHeartbeat (KIP-848) or "
+            "ShareGroupHeartbeat requests to a group coordinator fill this timeline.")], lead=lead)
+    summary = _summary(all_members, fenced)
+    span = capture_range(report.summary)
+    blocks: list[object] = [table(summary, [
+        Col("group_id", "group"), Col("kind", "kind"), Col("members", "members", fmt_int, numeric=True),
+        Col("alive", "alive", fmt_int, numeric=True), Col("left", "left", fmt_int, numeric=True),
+        Col("expired", "expired", fmt_int, numeric=True), Col("fenced", "ended fenced", fmt_int, numeric=True),
+        Col("fencings", "fencings", fmt_int, numeric=True),
+    ], table_id="groups-table", source="sessions/members")]
+    for group_id in summary["group_id"].head(MAX_GROUPS):
+        group = all_members[all_members["group_id"] == group_id]
+        if len(group) > MAX_LANES:
+            blocks.append(note(f"Showing the first {MAX_LANES} of {len(group):,} members to join."))
+        blocks.append(_timeline(str(group_id), group, fenced[fenced["group_id"] == group_id], span))
+    if len(summary) > MAX_GROUPS:
+        blocks.append(note(f"Timelines for the {MAX_GROUPS} groups with the most fencings and members; "
+                           f"{len(summary) - MAX_GROUPS:,} more are in the table above."))
+    return Section("groups", "Groups", blocks, lead=lead)

@@ -1,0 +1,122 @@
+"""Throughput: record data per topic and per client (produce vs fetch), requests per api, error rate, consumer lag."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from dashboards.charts import figure, rebucket, top_series, window_of
+from dashboards.fragments import Section, empty, esc_plot, note
+from dashboards.load import Report
+
+DASH = {"produce": "solid", "fetch": "dot", "share_fetch": "dash"}
+
+
+def _duration(step: pd.Timedelta) -> str:
+    seconds = step.total_seconds()
+    return f"{seconds * 1000:g} ms" if seconds < 1 else f"{seconds:g} s" if seconds < 60 else f"{seconds / 60:g} min"
+
+
+def _per_second(df: pd.DataFrame, step: pd.Timedelta, values: list[str]) -> pd.DataFrame:
+    seconds = step.total_seconds()
+    return df.assign(**{v: df[v] / seconds for v in values})
+
+
+def _data_chart(data: pd.DataFrame, key: str, value: str, title: str, unit: str) -> go.Figure:
+    """One line per (key, direction): solid for produce, dotted for fetch, one colour per key."""
+    fig = figure(title, time_x=True, y_title=unit)
+    data = top_series(data, key, value)
+    keys = list(data.groupby(key)[value].sum().sort_values(ascending=False).index)
+    for n, name in enumerate(keys):
+        for direction, part in data[data[key] == name].groupby("direction"):
+            series = part.groupby("window_start")[value].sum().sort_index()
+            fig.add_scatter(
+                x=series.index, y=series.to_numpy(), mode="lines", name=esc_plot(f"{name} · {direction}"),
+                legendgroup=esc_plot(name), line={"dash": DASH.get(direction, "solid"), "width": 2,
+                                             "color": fig.layout.colorway[n % len(fig.layout.colorway)]},
+                hovertemplate=f"%{{x}}<br>{esc_plot(name)} {esc_plot(direction)}: %{{y:,.1f}} {unit}<extra></extra>")
+    return fig
+
+
+def _requests_chart(requests: pd.DataFrame) -> go.Figure:
+    fig = figure("Requests per api", time_x=True, y_title="requests/s")
+    requests = top_series(requests, "api_name", "requests")
+    for api in requests.groupby("api_name")["requests"].sum().sort_values(ascending=False).index:
+        series = requests[requests["api_name"] == api].groupby("window_start")["requests"].sum().sort_index()
+        fig.add_scatter(x=series.index, y=series.to_numpy(), mode="lines", stackgroup="api", name=esc_plot(api),
+                        hovertemplate=f"%{{x}}<br>{esc_plot(api)}: %{{y:,.1f}} requests/s<extra></extra>")
+    return fig
+
+
+def _error_chart(counts: pd.DataFrame) -> go.Figure:
+    """Error rate over all apis, with the failing apis' error counts as bars underneath."""
+    fig = figure("Error rate", time_x=True, y_title="errors / requests")
+    totals = counts.groupby("window_start")[["errors", "requests"]].sum().sort_index()
+    fig.add_scatter(x=totals.index, y=(totals["errors"] / totals["requests"].where(totals["requests"] > 0)).to_numpy(),
+                    mode="lines", name="error rate (all apis)", line={"color": "#dc2626", "width": 2},
+                    hovertemplate="%{x}<br>%{y:.2%} of requests failed<extra></extra>")
+    failing = counts[counts["errors"] > 0]
+    for api, part in failing.groupby("api_name"):
+        series = part.groupby("window_start")["errors"].sum().sort_index()
+        fig.add_bar(x=series.index, y=series.to_numpy(), name=esc_plot(f"{api} errors"), yaxis="y2", opacity=0.5,
+                    hovertemplate=f"%{{x}}<br>{esc_plot(api)}: %{{y:,}} errors<extra></extra>")
+    fig.update_layout(yaxis={"tickformat": ".1%", "rangemode": "tozero"}, barmode="stack",
+                      yaxis2={"overlaying": "y", "side": "right", "title": "errors", "showgrid": False,
+                              "rangemode": "tozero", "tickformat": ",d",
+                              "dtick": max(1, math.ceil(failing.groupby("window_start")["errors"].sum().max() / 4))
+                              if len(failing) else 1})
+    return fig
+
+
+def _lag_chart(lag: pd.DataFrame) -> go.Figure:
+    fig = figure("Consumer lag (records behind the high watermark)", time_x=True, y_title="records")
+    lag = lag.assign(series=lag["topic"].fillna("?") + " · " + lag["client_id"].fillna("?"))
+    lag = top_series(lag, "series", "lag")
+    for name, part in lag.groupby("series"):
+        series = part.groupby("window_start")["lag"].max().sort_index()
+        fig.add_scatter(x=series.index, y=series.to_numpy(), mode="lines", name=esc_plot(name), line={"shape": "hv"},
+                        hovertemplate=f"%{{x}}<br>{esc_plot(name)}: %{{y:,}} records behind<extra></extra>")
+    return fig
+
+
+def render(report: Report) -> Section:
+    window = window_of(report.summary)
+    blocks: list[object] = []
+    data = report.frame("throughput/data", ("window_start", "direction", "topic", "client_id", "records", "bytes"))
+    if data.empty:
+        blocks.append(empty("record data", "Produce requests and Fetch / ShareFetch responses carrying record "
+                                           "batches fill these charts."))
+    else:
+        by_topic, step = rebucket(data, "window_start", ["direction", "topic"], ["records", "bytes"], window)
+        by_client, _ = rebucket(data, "window_start", ["direction", "client_id"], ["records", "bytes"], window)
+        by_topic = _per_second(by_topic, step, ["records", "bytes"])
+        by_client = _per_second(by_client, step, ["records", "bytes"])
+        blocks += [
+            note(f"Rates averaged over {_duration(step)} buckets. Solid lines: produce; dotted: fetch; dashed: share "
+                 "fetch."),
+            '<div class="grid2">',
+            _data_chart(by_topic, "topic", "bytes", "Bytes per topic", "bytes/s"),
+            _data_chart(by_topic, "topic", "records", "Records per topic", "records/s"),
+            _data_chart(by_client, "client_id", "bytes", "Bytes per client", "bytes/s"),
+            _data_chart(by_client, "client_id", "records", "Records per client", "records/s"),
+            "</div>",
+        ]
+    requests = report.frame("throughput/requests", ("window_start", "api_name", "requests", "errors"))
+    if requests.empty:
+        blocks.append(empty("requests", "Every decoded request/response pair is counted here per api."))
+    else:
+        counts, step = rebucket(requests, "window_start", ["api_name"], ["requests", "errors"], window)
+        blocks += ['<div class="grid2">', _requests_chart(_per_second(counts, step, ["requests"])),
+                   _error_chart(counts), "</div>"]
+    lag = report.frame("throughput/lag", ("window_start", "topic", "client_id", "lag"))
+    if lag.empty:
+        blocks.append(empty("consumer lag", "Fetch responses carry each partition's high watermark; consumers "
+                                            "fetching in the capture fill this chart."))
+    else:
+        per_window = lag.groupby(["window_start", "topic", "client_id"], dropna=False, as_index=False)["lag"].sum()
+        lag, _ = rebucket(per_window, "window_start", ["topic", "client_id"], ["lag"], window, how="max")
+        blocks.append(_lag_chart(lag))
+    return Section("throughput", "Throughput", blocks,
+                   lead="Record data produced and fetched over time, requests per api and how many of them failed.")

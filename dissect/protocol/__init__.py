@@ -1,0 +1,32 @@
+"""Schema-driven codec for every Kafka request and response (api keys 0-94, every version of either schema set).
+
+Tables are generated from Kafka's JSON schemas (`python -m dissect.protocol.generate`); decoders are compiled once
+per (api_key, version, direction) at first use. See docs in codec.py and interfaces.md.
+"""
+
+from dissect.protocol.codec import (
+    decode_request,
+    decode_request_header,
+    decode_response,
+    decode_response_header,
+    encode_request,
+    encode_request_header,
+    encode_response,
+    encode_response_header,
+)
+from dissect.protocol.jsonout import to_json
+from dissect.protocol.registry import (
+    api_name,
+    api_versions,
+    error_name,
+    is_known,
+    request_header_version,
+    response_header_version,
+)
+
+__all__ = [
+    "api_name", "api_versions", "is_known", "request_header_version", "response_header_version",
+    "decode_request_header", "decode_response_header", "decode_request", "decode_response",
+    "encode_request_header", "encode_request", "encode_response_header", "encode_response",
+    "error_name", "to_json",
+]

@@ -1,0 +1,91 @@
+"""OUT/summary.json and its one-screen rendering.
+
+The byte account is the honesty check of a run: for every stream (connection, direction) the bytes the capture
+delivered equal the bytes decoded plus the bytes skipped, by reason. Bytes the capture never had (TCP gaps) are
+listed beside it as `lost_in_gaps`, outside the equation, since nobody saw them.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+
+def _iso(ts_us: int | None) -> str | None:
+    if ts_us is None:
+        return None
+    return datetime.fromtimestamp(ts_us / 1e6, tz=timezone.utc).isoformat()
+
+
+def byte_account(streams: list[dict]) -> dict[str, Any]:
+    totals: dict[str, Any] = {"seen": 0, "decoded": 0, "skipped": {}, "lost_in_gaps": 0}
+    balanced = True
+    for s in streams:
+        totals["seen"] += s["seen"]
+        totals["decoded"] += s["decoded"]
+        totals["lost_in_gaps"] += s["lost_in_gaps"]
+        for reason, n in s["skipped"].items():
+            totals["skipped"][reason] = totals["skipped"].get(reason, 0) + n
+        balanced &= s["seen"] == s["decoded"] + sum(s["skipped"].values())
+    return {"balanced": balanced, "totals": totals, "streams": streams}
+
+
+def build(paths: list[str], stats: Any, sink: Any, rows: dict[str, int], late_names: dict[str, int]) -> dict:
+    return {
+        "files": list(paths),
+        "capture_files_read": stats.files,
+        "packets": stats.packets,
+        "bytes": stats.bytes,
+        "tcp_packets": stats.tcp_packets,
+        "capture_span": {"first_ts": _iso(stats.first_ts_us), "last_ts": _iso(stats.last_ts_us),
+                         "first_ts_us": stats.first_ts_us, "last_ts_us": stats.last_ts_us},
+        "connections": {"with_payload": stats.connections, **sink.connections},
+        "messages_by_api": dict(sorted(sink.messages.items(), key=lambda kv: -kv[1])),
+        "frames_by_status": dict(sorted(sink.statuses.items())),
+        "anomalies_by_kind": dict(sorted(sink.anomaly_counts.items())),
+        "rows": rows,
+        "topic_ids_named_late": late_names,
+        "packet_layer": {"payload_bytes": stats.payload_bytes, "gap_bytes": stats.gap_bytes,
+                         "skipped_bytes": dict(stats.skipped_bytes)},
+        "byte_account": byte_account(sink.streams),
+        "warnings": list(sink.warnings),
+    }
+
+
+def render(summary: dict, console: Console) -> None:
+    """One screen: the capture, the messages by api, statuses, anomalies and the byte account."""
+    span = summary["capture_span"]
+    acc = summary["byte_account"]
+    head = Table(title="kafkatap dissect", show_header=False, box=None)
+    head.add_row("files", str(len(summary["files"])))
+    head.add_row("packets", f"{summary['packets']:,}  ({summary['bytes']:,} bytes)")
+    head.add_row("span", f"{span['first_ts']} .. {span['last_ts']}")
+    conns = summary["connections"]
+    head.add_row("connections", ", ".join(f"{k} {v}" for k, v in conns.items()))
+    head.add_row("rows", ", ".join(f"{k} {v:,}" for k, v in summary["rows"].items()))
+    t = acc["totals"]
+    skipped = ", ".join(f"{k} {v:,}" for k, v in sorted(t["skipped"].items())) or "none"
+    head.add_row("byte account", f"{t['seen']:,} seen = {t['decoded']:,} decoded + skipped ({skipped})"
+                 f"  ({'balanced' if acc['balanced'] else 'NOT BALANCED'}); {t['lost_in_gaps']:,} lost in gaps")
+    console.print(head)
+    tables = Table(show_header=True, box=None)
+    tables.add_column("api", style="cyan")
+    tables.add_column("messages", justify="right")
+    tables.add_column("status", style="green")
+    tables.add_column("frames", justify="right")
+    tables.add_column("anomaly", style="red")
+    tables.add_column("count", justify="right")
+    apis = list(summary["messages_by_api"].items())[:12]
+    statuses = list(summary["frames_by_status"].items())
+    anomalies = sorted(summary["anomalies_by_kind"].items(), key=lambda kv: -kv[1])[:12]
+    for i in range(max(len(apis), len(statuses), len(anomalies))):
+        row: list[str] = []
+        for items in (apis, statuses, anomalies):
+            row += [items[i][0], f"{items[i][1]:,}"] if i < len(items) else ["", ""]
+        tables.add_row(*row)
+    console.print(tables)
+    for warning in summary["warnings"]:
+        console.print(f"[yellow]warning:[/] {warning}")

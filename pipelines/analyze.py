@@ -1,0 +1,41 @@
+"""`kafkatap analyze OUT -o REPORT [--master local[*]] [--window 1s]`: every pipeline over one dissector output.
+
+Also `spark-submit pipelines/analyze.py OUT -o REPORT` on a cluster (the master then comes from spark-submit).
+"""
+
+import argparse
+import json
+import os
+import sys
+
+if sys.path and os.path.abspath(sys.path[0] or ".") == os.path.dirname(os.path.abspath(__file__)):
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+from pipelines.report import JOBS, run  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="kafkatap analyze", description=__doc__.splitlines()[0])
+    parser.add_argument("frames", metavar="OUT", help="the dissector's output directory (path or URI)")
+    parser.add_argument("-o", "--out", required=True, metavar="REPORT", help="report directory (path or URI)")
+    parser.add_argument("--master", default=None,
+                        help="Spark master (default: spark-submit's, else local[*])")
+    parser.add_argument("--window", default="1s", help="throughput window, e.g. 500ms, 1s, 1m (default 1s)")
+    parser.add_argument("--jobs", default=",".join(JOBS), help=f"comma-separated subset of {', '.join(JOBS)}")
+    args = parser.parse_args(argv)
+    jobs = [j.strip() for j in args.jobs.split(",") if j.strip()]
+    unknown = [j for j in jobs if j not in JOBS]
+    if unknown:
+        parser.error(f"unknown jobs {unknown}")
+    from pipelines.session import get_spark
+
+    # Under spark-submit the JVM started this process (PYSPARK_GATEWAY_PORT): its --master wins.
+    master = args.master or (None if os.environ.get("PYSPARK_GATEWAY_PORT") else "local[*]")
+    spark = get_spark("kafkatap-analyze", master)
+    result = run(spark, args.frames, args.out, jobs, args.window)
+    print(json.dumps(result, indent=2, sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

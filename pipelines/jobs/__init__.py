@@ -1,0 +1,1 @@
+"""The pipelines' transformations: pure DataFrame -> DataFrame functions, one small module per concern."""

@@ -1,0 +1,45 @@
+"""throughput: data, requests and consumer lag per time window."""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+
+def _windowed(df: DataFrame, ts: str, interval: str) -> DataFrame:
+    w = F.window(F.col(ts), interval)
+    return df.withColumn("_w", w).withColumn("window_start", F.col("_w.start")).withColumn(
+        "window_end", F.col("_w.end")).drop("_w")
+
+
+def data(batches: DataFrame, interval: str) -> DataFrame:
+    """Record data per window, direction, topic, partition, client and broker (control batches excluded)."""
+    return (_windowed(batches.where(~F.coalesce(F.col("is_control"), F.lit(False))), "ts", interval)
+            .groupBy("window_start", "window_end", "direction", "topic", "partition", "client_id", "broker_addr")
+            .agg(F.count(F.lit(1)).alias("batches"), F.sum("record_count").cast("long").alias("records"),
+                 F.sum("batch_bytes").alias("bytes")))
+
+
+def requests(frames: DataFrame, interval: str) -> DataFrame:
+    framed = frames.withColumn("ts", F.coalesce("ts_request", "ts_response"))
+    n = F.count(F.lit(1))
+    errors = F.count(F.when(F.col("error_code") != 0, 1))
+    return (_windowed(framed, "ts", interval)
+            .groupBy("window_start", "window_end", "api_key", "api_name", "broker_addr")
+            .agg(n.alias("requests"), errors.alias("errors"), (errors / n).alias("error_rate"),
+                 F.count(F.when(F.col("status").isin("unpaired_request", "unpaired_response"), 1)).alias("unpaired"),
+                 F.sum(F.coalesce("request_bytes", F.lit(0))).alias("request_bytes"),
+                 F.sum(F.coalesce("response_bytes", F.lit(0))).alias("response_bytes"),
+                 F.percentile_approx("latency_us", 0.5).alias("latency_p50_us"),
+                 F.percentile_approx("latency_us", 0.95).alias("latency_p95_us"),
+                 F.percentile_approx("latency_us", 0.99).alias("latency_p99_us"),
+                 F.max("latency_us").alias("latency_max_us")))
+
+
+def lag(batches: DataFrame, interval: str) -> DataFrame:
+    """Consumer lag: the high watermark minus the next offset the client will fetch, per window."""
+    fetched = batches.where((F.col("direction") == "fetch") & F.col("high_watermark").isNotNull())
+    return (_windowed(fetched, "ts", interval)
+            .groupBy("window_start", "window_end", "topic", "partition", "client_id")
+            .agg(F.max("high_watermark").alias("high_watermark"), (F.max("last_offset") + 1).alias("next_offset"))
+            .withColumn("lag", F.greatest(F.col("high_watermark") - F.col("next_offset"), F.lit(0))))

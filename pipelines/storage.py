@@ -1,0 +1,103 @@
+"""Reading the dissector's tables and writing the report, through Spark and Hadoop FS only.
+
+Paths are URIs (file://, hdfs://, s3a://, or plain local paths): nothing here touches the driver's disk directly, so
+the same jobs run on a cluster. Every table is cast to its declared schema on the way in and out.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pyarrow as pa
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.types import StructType
+
+
+def spark_schema(schema: pa.Schema) -> StructType:
+    return from_arrow_schema(schema)
+
+
+def conform(df: DataFrame, schema: pa.Schema) -> DataFrame:
+    """Select exactly the declared columns, cast to the declared types; a missing or extra column is a bug, not data."""
+    struct = spark_schema(schema)
+    missing = [f.name for f in struct if f.name not in df.columns]
+    extra = [c for c in df.columns if c not in struct.fieldNames()]
+    if missing or extra:
+        raise ValueError(f"columns do not match the declared schema: missing {missing}, extra {extra}")
+    return df.select([F.col(f.name).cast(f.dataType).alias(f.name) for f in struct])
+
+
+def _hadoop_path(spark: SparkSession, uri: str):  # -> (FileSystem, Path) JVM objects
+    jvm = spark.sparkContext._jvm
+    path = jvm.org.apache.hadoop.fs.Path(uri)
+    return path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()), path
+
+
+def exists(spark: SparkSession, uri: str) -> bool:
+    fs, path = _hadoop_path(spark, uri)
+    return bool(fs.exists(path))
+
+
+def join_uri(root: str, *parts: str) -> str:
+    return "/".join([root.rstrip("/"), *parts])
+
+
+def read_table(spark: SparkSession, root: str, name: str, schema: pa.Schema) -> DataFrame:
+    """The table `root/name` with the declared schema; an absent table is an empty frame (the dissector omits
+    `records/` without `--records`, and a capture may have no share traffic)."""
+    uri = join_uri(root, name)
+    struct = spark_schema(schema)
+    if not exists(spark, uri):
+        return spark.createDataFrame([], struct)
+    df = spark.read.parquet(uri)
+    cols = []
+    for f in struct:
+        cols.append((F.col(f.name) if f.name in df.columns else F.lit(None)).cast(f.dataType).alias(f.name))
+    return df.select(cols)
+
+
+def write_table(df: DataFrame, report: str, name: str, schema: pa.Schema) -> None:
+    conform(df, schema).write.mode("overwrite").parquet(join_uri(report, name))
+
+
+def write_text(spark: SparkSession, uri: str, text: str) -> None:
+    """Write a small file through Hadoop FS, so it lands wherever Spark writes (s3a://, hdfs://, file://)."""
+    fs, path = _hadoop_path(spark, uri)
+    stream = fs.create(path, True)
+    try:
+        stream.write(bytearray(text.encode()))
+    finally:
+        stream.close()
+
+
+def read_text(spark: SparkSession, uri: str) -> str:
+    fs, path = _hadoop_path(spark, uri)
+    jvm = spark.sparkContext._jvm
+    stream = fs.open(path)
+    try:
+        return jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
+    finally:
+        stream.close()
+
+
+def write_json(spark: SparkSession, uri: str, obj: object) -> None:
+    write_text(spark, uri, json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
+
+
+_UNITS = {"ms": "milliseconds", "s": "seconds", "m": "minutes", "min": "minutes", "h": "hours", "d": "days"}
+
+
+def window_interval(window: str) -> str:
+    """`1s`, `500ms`, `5m`, `1h` -> Spark interval text (`1 seconds`)."""
+    match = re.fullmatch(r"\s*(\d+)\s*(ms|s|min|m|h|d)\s*", window)
+    if not match:
+        raise ValueError(f"bad window {window!r}: use a number and a unit (ms, s, m, h, d), e.g. 1s")
+    return f"{match.group(1)} {_UNITS[match.group(2)]}"
+
+
+def client_host(addr: Column) -> Column:
+    """`1.2.3.4:5` -> `1.2.3.4`, `[::1]:5` -> `::1`."""
+    return F.regexp_extract(addr, r"^\[?(.*?)\]?:\d+$", 1)

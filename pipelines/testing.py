@@ -1,0 +1,75 @@
+"""Hand-made rows of the dissector's tables for unit tests: every column present, unset ones null.
+
+Tests state only the columns that matter to them; the schema comes from `dissect.schema`, so a test frame is always a
+frame the dissector could have written.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+
+from dissect.schema import BATCHES, FRAMES, RECORDS, SHARE
+from pipelines.storage import spark_schema
+
+T0 = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+
+
+def t(seconds: float) -> dt.datetime:
+    """A time `seconds` after T0."""
+    return T0 + dt.timedelta(seconds=seconds)
+
+
+def _row(schema: pa.Schema, defaults: dict, values: dict) -> dict:
+    unknown = set(values) - set(schema.names)
+    if unknown:
+        raise KeyError(f"not columns of the table: {sorted(unknown)}")
+    return {name: values.get(name, defaults.get(name)) for name in schema.names}
+
+
+def frame(api_key: int, api_name: str, ts: float, *, request: dict | None = None, response: dict | None = None,
+          latency_s: float = 0.001, **values) -> dict:
+    """A paired request/response at `ts` seconds; `request`/`response` dicts become the JSON columns."""
+    defaults = {
+        "conn_id": "c1", "client_addr": "10.0.0.1:50000", "broker_addr": "10.0.0.9:9092", "ts_request": t(ts),
+        "ts_response": t(ts + latency_s), "latency_us": int(latency_s * 1e6), "api_key": api_key,
+        "api_name": api_name, "api_version": 0, "correlation_id": int(ts * 1000) % 2**31, "client_id": "app",
+        "request_bytes": 100, "response_bytes": 100, "error_code": 0, "error_name": "NONE", "status": "ok",
+        "request_json": json.dumps(request or {}), "response_json": json.dumps(response or {}),
+    }
+    return _row(FRAMES, defaults, values)
+
+
+def batch(direction: str, ts: float, topic: str, partition: int, base_offset: int, last_offset: int,
+          **values) -> dict:
+    defaults = {
+        "conn_id": "c1", "client_addr": "10.0.0.1:50000", "broker_addr": "10.0.0.9:9092", "correlation_id": 1,
+        "api_version": 0, "direction": direction, "ts": t(ts), "client_id": "app", "topic": topic,
+        "partition": partition, "magic": 2, "base_offset": base_offset, "last_offset": last_offset,
+        "record_count": last_offset - base_offset + 1, "producer_id": -1, "producer_epoch": -1,
+        "base_sequence": -1, "is_transactional": False, "is_control": False, "compression": "none",
+        "batch_bytes": 100, "crc_ok": True,
+    }
+    return _row(BATCHES, defaults, values)
+
+
+def record(direction: str, ts: float, topic: str, partition: int, offset: int, **values) -> dict:
+    defaults = {"conn_id": "c1", "correlation_id": 1, "direction": direction, "ts": t(ts), "client_id": "app",
+                "topic": topic, "partition": partition, "base_offset": offset, "offset": offset, "sequence": -1,
+                "producer_id": -1, "key_size": -1, "value_size": 1}
+    return _row(RECORDS, defaults, values)
+
+
+def share(kind: str, ts: float, topic: str, partition: int, first_offset: int, last_offset: int, **values) -> dict:
+    defaults = {"conn_id": "c1", "client_addr": "10.0.0.1:50000", "broker_addr": "10.0.0.9:9092", "kind": kind,
+                "api_key": 78, "correlation_id": 1, "ts": t(ts), "client_id": "app", "group_id": "sg",
+                "member_id": "m1", "topic": topic, "partition": partition, "first_offset": first_offset,
+                "last_offset": last_offset, "error_code": 0}
+    return _row(SHARE, defaults, values)
+
+
+def table(spark: SparkSession, schema: pa.Schema, rows: list[dict]) -> DataFrame:
+    return spark.createDataFrame(rows, spark_schema(schema))

@@ -1,0 +1,47 @@
+"""`kafkatap samples make [NAME...]`: regenerate the bundled captures and their ground truth; `list` shows them."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+
+def main(argv: list[str] | None = None) -> int:
+    from samples.workloads import NAMES
+
+    parser = argparse.ArgumentParser(prog="kafkatap samples", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    mk = sub.add_parser("make", help="run workloads under capture and write <name>.pcapng + <name>.truth.json")
+    mk.add_argument("names", nargs="*", metavar="NAME", help=f"samples to make (default: all): {', '.join(NAMES)}")
+    mk.add_argument("-o", "--out", type=Path, default=Path(__file__).parent, help="output directory")
+    sub.add_parser("list", help="list the samples and their files")
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+
+    if args.command == "list":
+        from samples import SAMPLE_DIR
+        for name in NAMES:
+            pcap = SAMPLE_DIR / f"{name}.pcapng"
+            size = f"{pcap.stat().st_size:>9,} bytes" if pcap.exists() else "  (not made)"
+            print(f"{name:<22} {size}")
+        return 0
+
+    unknown = [n for n in args.names if n not in NAMES]
+    if unknown:
+        parser.error(f"unknown sample(s) {unknown}; known: {', '.join(NAMES)}")
+    from samples.make import make
+
+    failed = []
+    for name in args.names or NAMES:
+        t0 = time.monotonic()
+        try:
+            doc = make(name, args.out)
+        except Exception as exc:  # one broken workload must not stop the others from being made
+            failed.append(name)
+            print(f"{name}: FAILED: {exc}", file=sys.stderr)
+            continue
+        size = (args.out / f"{name}.pcapng").stat().st_size
+        print(f"{name}: {size:,} bytes, {sum(doc['requests']['by_api'].values())} requests, "
+              f"{time.monotonic() - t0:.1f} s")
+    return 1 if failed else 0

@@ -1,0 +1,11 @@
+"""One module per sample: each declares `SPEC` (samples.make.Spec) and `run(env)` (the scripted clients)."""
+
+NAMES = (
+    "produce_consume",
+    "idempotent",
+    "transactions",
+    "classic_group",
+    "share_group",
+    "consumer_group_848",
+    "day_in_the_life",
+)

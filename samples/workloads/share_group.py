@@ -1,0 +1,103 @@
+"""KIP-932 share group on librdkafka's mock: three share consumers on one partition, explicit ACCEPT/RELEASE/REJECT.
+
+Released records are acquired again with a higher delivery count (2, then 3 for some), rejected ones are archived;
+one consumer acknowledges through ShareAcknowledge (commit_sync), the others piggyback acks on their next ShareFetch.
+"""
+
+from __future__ import annotations
+
+import random
+
+from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
+
+from samples.make import Env, Spec
+from samples.workloads.common import CONFLUENT, delivery_recorder, payload
+
+SPEC = Spec(
+    name="share_group",
+    description="librdkafka mock: share consumers kt-share-1..3 (group kt-share, explicit acknowledgement) read "
+                "topic `tasks` (1 partition) together; every 5th record is released once (every 10th twice), "
+                "every 7th rejected, the rest accepted; kt-share-3 commits its acks with ShareAcknowledge.",
+    mock_brokers=1,
+)
+TOPIC, GROUP, RECORDS = "tasks", "kt-share", 120
+ACK_NAMES = {AcknowledgeType.ACCEPT: "accept", AcknowledgeType.RELEASE: "release", AcknowledgeType.REJECT: "reject"}
+
+
+def ack_for(index: int, delivery_count: int) -> AcknowledgeType:
+    """The scripted fate of record `index` on its n-th delivery."""
+    if index % 7 == 0:
+        return AcknowledgeType.REJECT
+    if index % 10 == 0 and delivery_count <= 2:
+        return AcknowledgeType.RELEASE
+    if index % 5 == 0 and delivery_count == 1:
+        return AcknowledgeType.RELEASE
+    return AcknowledgeType.ACCEPT
+
+
+def run(env: Env) -> None:
+    truth, log, mock = env.truth, env.log, env.mock
+    mock.create_topic(TOPIC, 1)
+    mock.set_share_group(max_delivery_attempts=5, heartbeat_interval_ms=1000, session_timeout_ms=10000)
+    truth.topic(TOPIC, 1)
+    rng = random.Random(6)
+
+    consumers: list[tuple[str, ShareConsumer]] = []
+    for n in (1, 2, 3):
+        cid = truth.client(f"kt-share-{n}", CONFLUENT, "share consumer", **{"group.id": GROUP,
+                                                                          "share.acknowledgement.mode": "explicit"})
+        c = ShareConsumer({"bootstrap.servers": mock.bootstrap, "group.id": GROUP,
+                           "share.acknowledgement.mode": "explicit", **log.librdkafka(cid)})
+        c.subscribe([TOPIC])
+        consumers.append((cid, c))
+    # Records must be produced after the share consumers subscribed (the mock starts share partitions at the end).
+    members: list[str] = []
+    for _ in range(50):
+        for _cid, c in consumers:
+            c.poll(0.1)
+        members = mock.share_group_members(GROUP)
+        if len(members) == len(consumers):
+            break
+    if len(members) != len(consumers):
+        raise RuntimeError(f"share group has members {members}")
+    mock.share_assign(GROUP, members, TOPIC, [0])
+    truth.event("", "share_assignment", members=len(members), partitions=[f"{TOPIC}/0"])
+    for _ in range(10):
+        for _cid, c in consumers:
+            c.poll(0.1)
+
+    pid = truth.client("kt-producer-1", CONFLUENT, "producer", **{"linger.ms": 5})
+    producer = Producer({"bootstrap.servers": mock.bootstrap, "linger.ms": 5, **log.librdkafka(pid)})
+    errors: list = []
+    on_delivery = delivery_recorder(truth, pid, errors)
+    for i in range(RECORDS):
+        producer.produce(TOPIC, key=str(i).encode(), value=payload(rng, 100), partition=0, on_delivery=on_delivery)
+    producer.flush(10)
+    producer.poll(0.2)
+    del producer
+    if errors:
+        raise RuntimeError(f"produce errors: {errors}")
+    truth.event(pid, "produced", records=RECORDS)
+
+    finished: set[int] = set()
+    for _round in range(300):
+        if len(finished) >= RECORDS:
+            break
+        for cid, c in consumers:
+            for msg in c.poll(0.1):
+                if msg.error():
+                    truth.event(cid, "share_error", error_name=msg.error().name())
+                    continue
+                index, count = int(msg.key()), msg.delivery_count()
+                ack = ack_for(index, count)
+                c.acknowledge(msg, ack)
+                truth.share_delivery(cid, GROUP, msg.topic(), msg.partition(), msg.offset(), count, ACK_NAMES[ack])
+                if ack != AcknowledgeType.RELEASE:
+                    finished.add(index)
+            if cid == "kt-share-3":
+                c.commit_sync(10)
+    for cid, c in consumers:
+        c.close()
+        truth.event(cid, "closed")
+    if len(finished) < RECORDS:
+        raise RuntimeError(f"only {len(finished)} of {RECORDS} records were accepted or rejected")

@@ -1,0 +1,62 @@
+"""The ring: files handed to the dissector in write order, only once complete, even after the ring deleted them."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+from capture.ring import DirectoryWatch, Ring
+
+
+def consume(ring: Ring) -> tuple[threading.Thread, list[str]]:
+    got: list[str] = []
+    t = threading.Thread(target=lambda: got.extend(ring.closed_paths()), daemon=True)
+    t.start()
+    return t, got
+
+
+def test_closed_files_in_order_and_only_when_complete(tmp_path: Path) -> None:
+    ring = Ring()
+    names = [str(tmp_path / f"kafkatap_0000{i}.pcapng") for i in (1, 2, 3)]
+    for n in names:
+        Path(n).write_bytes(b"x" * 10)
+    t, got = consume(ring)
+    ring.opened(names[0])
+    ring.opened(names[1])
+    assert ring.current == names[1]
+    ring.closed(names[0])
+    t.join(0.2)
+    assert got == [names[0]] and t.is_alive()  # names[1] is still being written
+    ring.closed(names[2])  # a close also completes every earlier file
+    ring.finish()
+    t.join(5)
+    assert got == names and not t.is_alive()
+    assert ring.bytes_written() == 30
+
+
+def test_held_files_survive_the_ring(tmp_path: Path) -> None:
+    ring = Ring(str(tmp_path / ".kafkatap-held"))
+    first = tmp_path / "kafkatap_00001.pcapng"
+    first.write_bytes(b"first")
+    ring.opened(str(first))
+    ring.closed(str(first))
+    first.unlink()  # the engine's ring deleted it
+    ring.finish()
+    paths = list(ring.closed_paths())
+    assert len(paths) == 1 and Path(paths[0]).name == first.name and Path(paths[0]).read_bytes() == b"first"
+    assert ring.rotated_away() == [str(first)]
+    ring.release()
+    assert not (tmp_path / ".kafkatap-held").exists()
+
+
+def test_directory_watch_follows_tcpdump_names(tmp_path: Path) -> None:
+    ring = Ring()
+    watch = DirectoryWatch(str(tmp_path / "kafkatap.pcap*"), ring)
+    for i, name in enumerate(["kafkatap.pcap0", "kafkatap.pcap1", "kafkatap.pcap0"]):  # -W 2 wraps to pcap0
+        path = tmp_path / name
+        path.write_bytes(b"p" * (i + 1))
+        os.utime(path, ns=(10**18 + i * 10**9, 10**18 + i * 10**9))
+        watch.poll()
+    ring.finish()
+    assert [os.path.basename(f.path) for f in ring.files] == ["kafkatap.pcap0", "kafkatap.pcap1", "kafkatap.pcap0"]
