@@ -76,17 +76,20 @@ def to_plain(value):
     return value
 
 
-def rate(fn, data: bytes, seconds: float = 0.6) -> float:
-    """Calls per second over ~seconds of wall time."""
-    n, start = 0, time.perf_counter()
-    batch = 200
-    while True:
-        for _ in range(batch):
-            fn(data)
-        n += batch
-        elapsed = time.perf_counter() - start
-        if elapsed > seconds:
-            return n / elapsed
+def rate(fn, data: bytes, seconds: float = 0.25, repeats: int = 3) -> float:
+    """Calls per second: the best of a few short runs, so a busy shared machine disturbs the figure less."""
+    best = 0.0
+    for _ in range(repeats):
+        n, start = 0, time.perf_counter()
+        while True:
+            for _ in range(100):
+                fn(data)
+            n += 100
+            elapsed = time.perf_counter() - start
+            if elapsed >= seconds:
+                break
+        best = max(best, n / elapsed)
+    return best
 
 
 def kio_reader(api_key: int, version: int, response: bool):
@@ -133,7 +136,7 @@ def leniency() -> None:
     absurd = bytes([0xFF, 0xFF, 0xFF, 0xFF, 0x07]) + data[10:]
     unknown_tag = data[:-1] + b"\x01\x05\x02hi"
     for label, blob in (("bad UTF-8 in group_id", bad_utf8), ("5 trailing bytes", trailing),
-                        ("group_id length 2^32-2", absurd), ("unknown tagged field 5", unknown_tag)):
+                        ("group_id length 2^31-2", absurd), ("unknown tagged field 5", unknown_tag)):
         kio_out = outcome(lambda: reader(blob, 0))
         if kio_out == "accepted":
             entity, size = reader(blob, 0)

@@ -11,12 +11,13 @@ import os
 import sys
 
 from capture.bpf import PortError, build_filter, parse_ports
-from capture.engines import ENGINES, PACKAGES, PREFIX, EngineMissing, Spec, choose, classify
+from capture.engines import ENGINES, PREFIX, EngineMissing, Spec, choose, classify
 from capture.ring import HOLD_DIR
 from capture.session import EngineStartError, Outcome, Session
 from capture.status import human_bytes
 
 SYS_NET = "/sys/class/net"
+LISTED_FILES = 12  # the summary names the first and last files of longer runs
 
 
 class CaptureError(Exception):
@@ -30,16 +31,17 @@ def parser() -> argparse.ArgumentParser:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("-i", "--interface", required=True, help="interface to capture on (lo, eth0, any)")
     p.add_argument("--port", action="append", default=[], metavar="PORT",
-                   help="Kafka port; repeat, or give 9092,9093 or 9092-9094 (default 9092)")
+                   help="Kafka port; repeat, or give 9092,9093 or 9092-9094 (default 9092 unless --bootstrap)")
     p.add_argument("-w", "--write-dir", required=True, metavar="DIR", help="directory for the ring files")
     p.add_argument("--duration", type=float, default=0.0, metavar="S", help="stop after S seconds")
     p.add_argument("--packets", type=int, default=0, metavar="N", help="stop after N packets")
     p.add_argument("--ring-mb", type=float, default=100.0, metavar="MB", help="start a new file every MB (100)")
     p.add_argument("--ring-files", type=int, default=0, metavar="K",
                    help="keep only the last K files (default: keep every file)")
-    p.add_argument("--snaplen", type=int, default=0, metavar="B", help="bytes kept per packet (default: whole)")
+    p.add_argument("--snaplen", type=int, default=0, metavar="B", help="bytes kept per packet (default: whole; a cut packet cuts Kafka messages)")
     p.add_argument("--engine", choices=ENGINES, help="capture engine (default: dumpcap, else tcpdump, else scapy)")
-    p.add_argument("--dissect", metavar="OUT", help="dissect the ring files into Parquet under OUT as they close")
+    p.add_argument("--dissect", metavar="OUT", help="also dissect the run's files into Parquet under OUT (the same output as "
+                        "`kafkatap dissect` over them, files the ring deleted included)")
     p.add_argument("--records", action="store_true", help="with --dissect: also write one row per record")
     p.add_argument("--payloads", action="store_true", help="with --dissect --records: keep keys and values")
     p.add_argument("--bootstrap", metavar="HOST:PORT", action="append", default=[],
@@ -81,10 +83,12 @@ def run(args: argparse.Namespace) -> int:
             _remove_empty(args.write_dir)
         raise CaptureError(str(exc)) from None
     failure = failure_message(outcome, args.interface, engine)
-    if failure and not outcome.ring.files and created:
-        _remove_empty(args.write_dir)
-    for line in summary(outcome, engine, binary, spec, args.dissect):
-        print(line)
+    if failure and not outcome.ring.files:  # it never captured: no summary, no directory left behind
+        if created:
+            _remove_empty(args.write_dir)
+    else:
+        for line in summary(outcome, engine, binary, spec, args.dissect):
+            print(line)
     if failure:
         print(f"kafkatap capture: {failure}", file=sys.stderr)
         return 1
@@ -93,12 +97,16 @@ def run(args: argparse.Namespace) -> int:
 
 def _ports(args: argparse.Namespace) -> list[int]:
     try:
-        ports = parse_ports(args.port or ["9092"])
+        ports = parse_ports(args.port) if args.port else [] if args.bootstrap else [9092]
     except PortError as exc:
         raise CaptureError(f"--port: {exc}", 2) from None
     for bootstrap in args.bootstrap:
-        from capture.discovery import DiscoveryError, discover
+        from capture.discovery import DiscoveryError, discover, parse_hostport
 
+        try:
+            parse_hostport(bootstrap)
+        except DiscoveryError as exc:
+            raise CaptureError(str(exc), 2) from None
         try:
             brokers = discover(bootstrap)
         except DiscoveryError as exc:
@@ -106,6 +114,8 @@ def _ports(args: argparse.Namespace) -> list[int]:
         for node_id, host, port in brokers:
             print(f"kafkatap capture: broker {node_id} advertises {host}:{port}", file=sys.stderr)
         ports = sorted(set(ports) | {port for _, _, port in brokers})
+    if not ports:
+        raise CaptureError("the bootstrap brokers advertised no broker: nothing to capture")
     return ports
 
 
@@ -206,6 +216,7 @@ def failure_message(outcome: Outcome, iface: str, engine: str) -> str | None:
 def summary(outcome: Outcome, engine: str, binary: str | None, spec: Spec, dissect_out: str | None) -> list[str]:
     """Plain lines (one fact per line) printed at the end of every run that started an engine."""
     log = outcome.log
+    rotated = set(outcome.rotated_away)
     lines = [f"stopped by: {outcome.stopped_by} after {outcome.elapsed:.1f} s",
              f"engine: {engine}" + (f" ({binary})" if binary else ""),
              f"interface: {spec.iface}", f"filter: {spec.bpf}",
@@ -216,9 +227,14 @@ def summary(outcome: Outcome, engine: str, binary: str | None, spec: Spec, disse
                                         f"{log.dropped}" + (f" (interface: {log.if_dropped})"
                                                             if log.if_dropped is not None else "")))
     files = [f.path for f in outcome.ring.files]
-    lines.append(f"files: {len(files)} ({human_bytes(outcome.ring.bytes_written())}) in {spec.out_dir}")
-    lines += [f"  {os.path.basename(p)}" + ("  (rotated away by the ring)" if p in outcome.rotated_away else "")
-              for p in files]
+    lines.append(f"files: {len(files)} written ({human_bytes(outcome.ring.bytes_written())}), "
+                 f"{len(files) - len(rotated)} kept in {spec.out_dir}")
+    shown = files if len(files) <= LISTED_FILES else files[:2] + [None] + files[2 - LISTED_FILES:]
+    for p in shown:
+        if p is None:
+            lines.append(f"  ... {len(files) - LISTED_FILES} more")
+        else:
+            lines.append(f"  {os.path.basename(p)}" + ("  (rotated away by the ring)" if p in rotated else ""))
     for path, cut in outcome.trimmed.items():
         lines.append(f"trimmed: {os.path.basename(path)} lost {cut} bytes of a half-written packet")
     lines += [f"engine said: {m}" for m in log.messages if outcome.returncode == 0]
@@ -240,11 +256,11 @@ def dissect_lines(outcome: Outcome, out: str) -> list[str]:
     when = "during the capture" if outcome.parquet_before_end else "after the capture stopped"
     lines.append(f"  Parquet written {when}")
     if outcome.rotated_away:
-        lines.append(f"  includes {len(outcome.rotated_away) - len(outcome.lost_before_held)} files the ring has "
-                     "since deleted")
-    if outcome.lost_before_held:
-        lines.append(f"  MISSING {len(outcome.lost_before_held)} files the ring deleted before they could be read "
-                     "(it rotated faster than dumpcap reports new files): use larger --ring-mb or more --ring-files")
+        lines.append(f"  includes {len(outcome.rotated_away) - len(outcome.unreadable)} files the ring has since "
+                     "deleted")
+    if outcome.unreadable:
+        lines.append(f"  MISSING {len(outcome.unreadable)} files removed before they could be read: "
+                     + ", ".join(os.path.basename(p) for p in outcome.unreadable[:5]))
     return lines
 
 

@@ -82,13 +82,12 @@ def dumpcap_argv(binary: str, spec: Spec) -> list[str]:
 def tcpdump_argv(binary: str, spec: Spec) -> list[str]:
     # -U: packet-buffered, so a file is complete at every packet boundary; -v: "Got N" once a second on stderr.
     # -C counts millions of bytes and takes integers only. As root tcpdump would switch to the "tcpdump" user before
-    # opening the rotated files (which it then cannot write): -Z keeps the current user.
+    # opening the rotated files (which it then cannot write): -Z keeps the current user. No -W: tcpdump's ring
+    # rewrites kafkatap.pcap0 in place, under a reader that may still need it; capture.ring keeps the last K instead.
     cmd = [binary, "-i", spec.iface, "-n", "-U", "-v", "-w", os.path.join(spec.out_dir, PREFIX + ".pcap"),
            "-C", str(max(1, math.ceil(spec.ring_mb)))]
     if os.geteuid() == 0:
         cmd += ["-Z", "root"]
-    if spec.ring_files:
-        cmd += ["-W", str(spec.ring_files)]
     if spec.snaplen:
         cmd += ["-s", str(spec.snaplen)]
     if spec.packets:

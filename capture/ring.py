@@ -1,7 +1,8 @@
 """The ring files of one capture run, in the order the engine wrote them, and the moment each one closes.
 
 dumpcap (and the scapy fallback) print a file's name on stdout when they close it; tcpdump says nothing, so its
-directory is polled: when a newer file appears, the previous one is closed. Closed files are handed out, in order,
+directory is polled: when a newer file appears, the previous one is closed. tcpdump's own ring (-W) rewrites old
+names in place, so for tcpdump the ring is kept here: `keep` closed files, the oldest deleted first. Closed files are handed out, in order,
 by `closed_paths()`, a blocking iterator the dissector consumes while the capture goes on.
 
 A ring of K files deletes the oldest file when it opens a new one. With a `hold_dir` each file gets a hard link
@@ -29,8 +30,9 @@ class RingFile:
 
 
 class Ring:
-    def __init__(self, hold_dir: str | None = None) -> None:
+    def __init__(self, hold_dir: str | None = None, keep: int = 0) -> None:
         self.hold_dir = hold_dir
+        self.keep = keep  # >0: delete the oldest files beyond this many (for engines without a usable ring)
         self.files: list[RingFile] = []
         self._by_path: dict[str, RingFile] = {}
         self._cond = threading.Condition()
@@ -41,11 +43,10 @@ class Ring:
         open_files = [f.path for f in self.files if not f.closed]
         return open_files[-1] if open_files else None
 
-    def opened(self, path: str, reused: bool = False) -> None:
-        """The engine started writing `path`; `reused`: a ring that recycles names (tcpdump -W) wrote it anew."""
+    def opened(self, path: str) -> None:
+        """The engine started writing `path`."""
         with self._cond:
-            known = self._by_path.get(path)
-            if known is not None and not (reused and known.closed):
+            if path in self._by_path:
                 return
             f = RingFile(path)
             if self.hold_dir is not None:
@@ -63,7 +64,16 @@ class Ring:
                     f.closed, f.size = True, _size(f)
                 if f is last:
                     break
+            self._prune()
             self._cond.notify_all()
+
+    def _prune(self) -> None:
+        if not self.keep:
+            return
+        on_disk = [f for f in self.files if os.path.exists(f.path)]
+        for f in on_disk[:max(0, len(on_disk) - self.keep)]:
+            if f.closed:
+                os.unlink(f.path)
 
     def finish(self) -> None:
         """The engine has exited: every file is complete."""
@@ -78,8 +88,6 @@ class Ring:
         os.makedirs(self.hold_dir, exist_ok=True)
         held = os.path.join(self.hold_dir, os.path.basename(path))
         try:
-            if os.path.lexists(held):  # a ring that recycles names (tcpdump -W) rewrites the same file anyway
-                os.unlink(held)
             os.link(path, held)
         except OSError:
             return None  # already rotated away: nothing left to hold
@@ -88,8 +96,8 @@ class Ring:
     def bytes_written(self) -> int:
         return sum(f.size if f.closed else _size(f) for f in self.files)
 
-    def lost_before_held(self) -> list[str]:
-        """Files the ring deleted before they could be held (the engine rotated K files between two reports)."""
+    def unreadable(self) -> list[str]:
+        """Files of this run that are gone and not held (removed by someone else before they were seen)."""
         if self.hold_dir is None:
             return []
         return [f.path for f in self.files if f.held is None and not os.path.exists(f.path)]
@@ -140,24 +148,24 @@ def _size(f: RingFile) -> int:
 
 
 class DirectoryWatch:
-    """tcpdump's rotation seen from outside: the newest file is the one being written."""
+    """tcpdump's rotation seen from outside: BASE, BASE1, BASE2, ... in that order; all but the newest are closed."""
 
-    def __init__(self, pattern: str, ring: Ring) -> None:
-        self.pattern = pattern
+    def __init__(self, base: str, ring: Ring) -> None:
+        self.base = base
         self.ring = ring
-        self._newest: str | None = None
+        self._seen = -1  # highest file number registered so far
 
     def poll(self) -> None:
-        def mtime(path: str) -> int:
-            try:
-                return os.stat(path).st_mtime_ns
-            except FileNotFoundError:
-                return -1
+        numbers = []
+        for path in glob.glob(glob.escape(self.base) + "*"):
+            suffix = path[len(self.base):]
+            if suffix == "" or suffix.isdigit():
+                numbers.append(int(suffix or 0))
+        for n in sorted(n for n in numbers if n > self._seen):  # every file since the last poll, in order
+            self.ring.opened(self._name(n))
+            self._seen = n
+        if len(self.ring.files) > 1:
+            self.ring.closed(self.ring.files[-2].path)  # closes it and everything before it
 
-        paths = sorted((p for p in glob.glob(self.pattern) if mtime(p) >= 0), key=mtime)
-        if not paths or paths[-1] == self._newest:
-            return
-        if self._newest is not None:
-            self.ring.closed(self._newest)
-        self._newest = paths[-1]
-        self.ring.opened(self._newest, reused=True)
+    def _name(self, n: int) -> str:
+        return self.base + (str(n) if n else "")

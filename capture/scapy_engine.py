@@ -111,8 +111,6 @@ def main(argv: list[str] | None = None) -> int:
             if time.monotonic() - last_report >= 0.5:
                 print(f"\rPackets: {packets} ", end="", file=sys.stderr, flush=True)
                 last_report = time.monotonic()
-    except InterruptedError:
-        pass
     except OSError as exc:
         print(f"scapy: writing the capture failed: {exc}", file=sys.stderr)
         status = 1

@@ -6,12 +6,13 @@ tcpdump treat as "flush, print statistics, exit"), so the files are closed prope
 
 from __future__ import annotations
 
+import codecs
 import os
 import signal
 import subprocess
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable
 
 from capture.engines import PREFIX, EngineLog, Spec, argv
@@ -39,7 +40,7 @@ class Outcome:
     dissect_summary: dict | None = None
     dissect_error: str | None = None
     parquet_before_end: int | None = None  # Parquet files the dissector had written when the engine stopped
-    lost_before_held: list[str] = field(default_factory=list)  # ring files the dissector never saw
+    unreadable: list[str] = field(default_factory=list)  # files of the run gone before the dissector could hold them
 
 
 class EngineStartError(RuntimeError):
@@ -50,9 +51,14 @@ class Session:
     def __init__(self, engine: str, binary: str | None, spec: Spec, dissect: Dissect | None = None,
                  dissect_out: str | None = None) -> None:
         self.engine, self.spec, self.dissect, self.dissect_out = engine, spec, dissect, dissect_out
-        self.cmd = argv(engine, binary, spec)
-        held = dissect is not None and spec.ring_files > 0  # only a bounded ring deletes files
-        self.ring = Ring(os.path.join(spec.out_dir, HOLD_DIR) if held else None)
+        # The ring deletes files; the dissector must see every one. Engines delete a file within the same batch of
+        # packets that opened its successors, before they have said so, so then the ring is kept here: each file is
+        # held (hard link) when it appears, the oldest deleted after. tcpdump's own ring (-W) rewrites names in place.
+        held = dissect is not None and spec.ring_files > 0
+        ours = held or engine == "tcpdump"
+        self.cmd = argv(engine, binary, replace(spec, ring_files=0) if ours else spec)
+        self.ring = Ring(os.path.join(spec.out_dir, HOLD_DIR) if held else None,
+                         keep=spec.ring_files if ours else 0)
         self.log = EngineLog(on_file=self.ring.opened)
         self.stop_signal: int | None = None
         self._dissect_result: dict | None = None
@@ -96,7 +102,7 @@ class Session:
                    threading.Thread(target=self._read_closed, args=(proc,), daemon=True)]
         for t in readers:
             t.start()
-        watch = DirectoryWatch(os.path.join(self.spec.out_dir, PREFIX + ".pcap*"), self.ring) \
+        watch = DirectoryWatch(os.path.join(self.spec.out_dir, PREFIX + ".pcap"), self.ring) \
             if self.engine == "tcpdump" else None
         dissector: threading.Thread | None = None
         start = time.monotonic()
@@ -150,7 +156,7 @@ class Session:
                 dissector.join(TICK)
         return Outcome(proc.returncode, stopped_by, elapsed, self.log, self.ring, self.ring.rotated_away(), trimmed,
                        self._dissect_result, self._dissect_error, parquet_before_end,
-                       self.ring.lost_before_held())
+                       self.ring.unreadable())
 
     def snapshot(self, elapsed: float) -> Snapshot:
         return Snapshot(self.engine, self.spec.iface, self.spec.bpf, elapsed, self.log.packets,
@@ -158,8 +164,9 @@ class Session:
                         self.log.dropped, self.log.if_dropped)
 
     def _read_stderr(self, proc: subprocess.Popen) -> None:
+        decoder = codecs.getincrementaldecoder("utf-8")("replace")  # a chunk may end inside a character
         while chunk := proc.stderr.read1(65536):
-            self.log.feed(chunk.decode("utf-8", "replace"))
+            self.log.feed(decoder.decode(chunk))
 
     def _read_closed(self, proc: subprocess.Popen) -> None:
         for line in proc.stdout:

@@ -44,7 +44,7 @@ def figure(title: str, *, height: int = 320, x_title: str = "", y_title: str = "
     )
     axis = {"gridcolor": "#e5e7eb", "linecolor": "#cbd5e1", "zeroline": False, "automargin": True}
     fig.update_xaxes(title_text=esc_plot(x_title), **axis)
-    fig.update_yaxes(title_text=esc_plot(y_title), **axis)
+    fig.update_yaxes(title_text=esc_plot(y_title), rangemode="tozero", **axis)
     if time_x:
         fig.update_xaxes(type="date", hoverformat="%Y-%m-%d %H:%M:%S.%L UTC")
     return fig
@@ -71,14 +71,18 @@ def bucket_size(start: pd.Timestamp, end: pd.Timestamp, minimum: pd.Timedelta) -
     return pd.Timedelta(_NICE_STEPS[-1])
 
 
-def rebucket(df: pd.DataFrame, ts: str, keys: list[str], values: list[str],
-             minimum: pd.Timedelta | None = None, how: str = "sum") -> tuple[pd.DataFrame, pd.Timedelta]:
-    """Aggregate `values` (`how`: sum, max) per (time bucket, keys); the bucket replaces `ts`."""
-    if df.empty:
-        return df[[ts, *keys, *values]], minimum or pd.Timedelta("1s")
-    step = bucket_size(df[ts].min(), df[ts].max(), minimum or pd.Timedelta("1ms"))
+def rebucket(df: pd.DataFrame, ts: str, keys: list[str], values: list[str], minimum: pd.Timedelta,
+             summary: dict, how: str = "sum") -> tuple[pd.DataFrame, pd.DatetimeIndex]:
+    """Aggregate `values` (`how`: sum, max) per (time bucket, keys), the bucket replacing `ts`; also every bucket
+    from the capture's start to its end, so quiet periods plot as zero or as gaps, not as a line drawn across."""
+    start, end = df[ts].min(), df[ts].max()
+    span = capture_range(summary)
+    if span:
+        start, end = min(start, span[0]), max(end, span[1])
+    step = bucket_size(start, end, minimum)
     out = df.assign(**{ts: df[ts].dt.floor(step)})
-    return out.groupby([ts, *keys], dropna=False, as_index=False)[values].agg(how), step
+    out = out.groupby([ts, *keys], dropna=False, as_index=False)[values].agg(how)
+    return out, pd.date_range(start.floor(step), end.floor(step), freq=step)
 
 
 def top_series(df: pd.DataFrame, key: str, weight: str, n: int = MAX_SERIES) -> pd.DataFrame:

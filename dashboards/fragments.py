@@ -171,9 +171,9 @@ def table(df: pd.DataFrame, cols: Sequence[Col], *, table_id: str, source: str,
             f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>{note}")
 
 
-def empty(what: str, fills: str) -> str:
+def empty(what: str, fills: str, *, where: str = "in this capture") -> str:
     """The placeholder for a section or chart with no data: what is missing and what traffic would fill it."""
-    return f'<div class="empty"><strong>No {esc(what)} in this capture.</strong> {esc(fills)}</div>'
+    return f'<div class="empty"><strong>No {esc(what)} {esc(where)}.</strong> {esc(fills)}</div>'
 
 
 def note(text: str) -> str:

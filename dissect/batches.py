@@ -78,8 +78,12 @@ def control_type(batch: Batch, problem: Problem) -> str | None:
         return None
 
 
-def ms_to_us(ms: int) -> int | None:
-    return None if ms is None or ms < 0 else ms * 1000
+MAX_MS = (1 << 63) // 1000 - 1
+
+
+def ms_to_us(ms: int | None) -> int | None:
+    """Kafka's millisecond timestamps as microseconds; -1 (unknown) and values past int64 as null."""
+    return None if ms is None or ms < 0 or ms > MAX_MS else ms * 1000
 
 
 def hash64(data: bytes | None) -> int | None:

@@ -24,6 +24,8 @@ def parser() -> argparse.ArgumentParser:
                    help="a Kafka broker port (repeatable; default 9092)")
     p.add_argument("--records", action="store_true", help="also write records/: one row per record")
     p.add_argument("--payloads", action="store_true", help="with --records, keep record key and value bytes")
+    p.add_argument("--workers", type=int, default=1, metavar="N",
+                   help="split the connections over N processes (helps captures of many small messages)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary table")
     return p
 
@@ -45,9 +47,15 @@ def main(argv: list[str]) -> int:
     if any(not 0 < port < 65536 for port in ports):
         print("kafkatap dissect: a port must be 1-65535", file=sys.stderr)
         return 2
+    if args.workers < 1:
+        print("kafkatap dissect: --workers must be at least 1", file=sys.stderr)
+        return 2
     console = Console(stderr=True)
     summary = dissect_captures(args.captures, args.out, ports=ports, records=args.records, payloads=args.payloads,
-                               progress=console.is_terminal and not args.quiet)
-    if not args.quiet:
+                               progress=console.is_terminal and not args.quiet, workers=args.workers)
+    if args.quiet:
+        for warning in summary["warnings"]:
+            console.print(f"[yellow]warning:[/] {warning}")
+    else:
         render(summary, console)
     return 0

@@ -2,12 +2,20 @@
 
 One walk per message instead of per-api code: the codec names fields exactly as Kafka's schemas do (snake_cased),
 so `group_id`, `member_epoch` or `producer_id` mean the same thing in every api that carries them. The same walk
-makes the message safe for JSON: record data is replaced by its size (batches/ and records/ hold it) and secrets
-(SASL auth_bytes, delegation-token HMACs, SCRAM salts) by `{"$redacted": N}` so they never reach any output.
+makes the message ready for JSON: record data is replaced by its size (batches/ and records/ hold it), secrets
+(SASL auth_bytes, delegation-token HMACs, SCRAM salts) by `{"$redacted": N}` so they never reach any output, and
+other bytes by `{"$bytes": base64}` exactly as `dissect.protocol.to_json` writes them, so `dumps` can hand the
+message straight to the C JSON encoder instead of converting it a second time (a test checks both agree).
+
+Speed: a decoded struct's key names fix what each key can hold, so the walk keeps, per tuple of keys (a struct
+shape), a plan listing only the keys that matter; the many scalar keys (offsets, indexes) are never looked at.
 """
 
 from __future__ import annotations
 
+import base64
+import json
+import math
 from typing import Any
 
 REQUEST_FIELDS = ("group_id", "member_id", "group_instance_id", "generation_id", "member_epoch", "group_epoch",
@@ -24,11 +32,15 @@ NULL_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAA"
 LEGACY_PREFIX = "v3_and_below_"
 """AddPartitionsToTxn v4 renamed its v0-3 fields (v3_and_below_transactional_id, ...): same meaning."""
 
+_ANY, _WANTED, _ERROR, _TOPIC, _FLOAT = range(5)
+_PLANS: dict[tuple[str, ...], dict[tuple, tuple]] = {}  # wanted fields -> struct keys -> plan
+_ENCODER = json.JSONEncoder(ensure_ascii=False)
+
 
 class Found:
     """What one walk collected."""
 
-    __slots__ = ("fields", "topics", "topic_ids", "id_names", "first_error")
+    __slots__ = ("fields", "topics", "topic_ids", "id_names", "first_error", "has_error")
 
     def __init__(self) -> None:
         self.fields: dict[str, Any] = {}
@@ -36,86 +48,119 @@ class Found:
         self.topic_ids: list[str] = []  # ids, in order of appearance
         self.id_names: list[tuple[str, str]] = []  # (topic_id, name) pairs the message states (Metadata, ...)
         self.first_error = 0  # first non-zero error code anywhere (error_code, partition_error_code, ...)
+        self.has_error = False  # the message has any error code field
 
 
 def walk(message: dict, wanted: tuple[str, ...]) -> Found:
-    """Collect entity fields, topic names and ids, and errors, in wire order; redact secrets and record data in place.
-    """
+    """Collect entity fields, topic names and ids, and errors, in wire order; prepare the message for `dumps` in
+    place (records, secrets and bytes replaced)."""
     found = Found()
-    _visit(message, wanted, found, found.fields)
+    plans = _PLANS.get(wanted)
+    if plans is None:
+        plans = _PLANS[wanted] = {}
+    _visit(message, wanted, found, plans)
     return found
 
 
-def _visit(d: dict, wanted: tuple[str, ...], found: Found, fields: dict[str, Any]) -> None:
-    name = d.get("name")
-    topic_context = isinstance(name, str) and ("topic_id" in d or _has_partitions(d))
-    topic_id = d.get("topic_id")
-    if topic_id is not None and topic_id != NULL_TOPIC_ID:
-        found.topic_ids.append(topic_id)
-        if topic_context:
-            found.id_names.append((topic_id, name))
-    if topic_context:
-        found.topics.append(name)
-    for key, value in d.items():
+def dumps(message: dict) -> str:
+    """JSON of a message `walk` has prepared: the same text `dissect.protocol.to_json` gives."""
+    return _ENCODER.encode(message)
+
+
+def _plan(keys: tuple, d: dict, wanted: tuple[str, ...], plans: dict) -> tuple:
+    """(topic_context_possible, [(key, kind, wanted_name)]) for one struct shape, from its key names and the value
+    types seen the first time (a key's type is fixed by the schema; None means 'look each time')."""
+    steps = []
+    for key in keys:
+        value = d[key]
+        if not isinstance(key, str):
+            steps.append((key, _ANY, None))
+        elif key in wanted:
+            steps.append((key, _WANTED, key))
+        elif key.startswith(LEGACY_PREFIX) and key[len(LEGACY_PREFIX):] in wanted:
+            steps.append((key, _WANTED, key[len(LEGACY_PREFIX):]))
+        elif key.endswith("error_code"):
+            steps.append((key, _ERROR, None))
+        elif key in ("topic", "topic_name"):
+            steps.append((key, _TOPIC, None))
+        elif isinstance(value, float):
+            steps.append((key, _FLOAT, None))
+        elif value is None or isinstance(value, (list, dict, bytes, bytearray, memoryview)):
+            steps.append((key, _ANY, None))
+    topic_context = "name" in keys and ("topic_id" in keys or any(
+        isinstance(k, str) and "partition" in k for k in keys))
+    plan = (topic_context, "topic_id" in keys, tuple(steps))
+    plans[keys] = plan
+    return plan
+
+
+def _visit(d: dict, wanted: tuple[str, ...], found: Found, plans: dict) -> None:
+    keys = tuple(d)
+    plan = plans.get(keys) or _plan(keys, d, wanted, plans)
+    topic_context, has_topic_id, steps = plan
+    if has_topic_id:
+        topic_id = d["topic_id"]
+        if topic_id is not None and topic_id != NULL_TOPIC_ID:
+            found.topic_ids.append(topic_id)
+            if topic_context and isinstance(d["name"], str):
+                found.id_names.append((topic_id, d["name"]))
+    if topic_context and isinstance(d["name"], str):
+        found.topics.append(d["name"])
+    for key, kind, name in steps:
+        value = d[key]
         if value is None:
             continue
-        if isinstance(value, list):
-            if value and isinstance(value[0], dict):
-                for item in value:
-                    _visit(item, wanted, found, fields)
-            elif key.endswith("topic_names") and value and isinstance(value[0], str):
-                found.topics.extend(value)
-        elif isinstance(value, dict):
-            _visit(value, wanted, found, fields)
-        elif isinstance(value, (bytes, bytearray, memoryview)):
-            if key in SECRET_FIELDS:
-                d[key] = {"$redacted": len(value)}
-            elif key in RECORD_FIELDS:
-                d[key] = {"$records": len(value)}
-        elif key in wanted:
-            if key not in fields:
-                fields[key] = value
-        elif key.startswith(LEGACY_PREFIX) and key[len(LEGACY_PREFIX):] in wanted:
-            fields.setdefault(key[len(LEGACY_PREFIX):], value)
-        elif value and not found.first_error and key.endswith("error_code"):
-            found.first_error = value
-        elif key in ("topic", "topic_name") and isinstance(value, str):
-            found.topics.append(value)
+        if kind == _ANY:
+            if isinstance(value, list):
+                if value:
+                    first = value[0]
+                    if isinstance(first, dict):
+                        for item in value:
+                            _visit(item, wanted, found, plans)
+                    elif isinstance(first, str):
+                        if key.endswith("topic_names"):
+                            found.topics.extend(value)
+                    elif isinstance(first, (bytes, bytearray, memoryview)):
+                        d[key] = [_bytes(v) for v in value]
+            elif isinstance(value, dict):
+                _visit(value, wanted, found, plans)
+            elif isinstance(value, (bytes, bytearray, memoryview)):
+                if key in SECRET_FIELDS:
+                    d[key] = {"$redacted": len(value)}
+                elif key in RECORD_FIELDS:
+                    d[key] = {"$records": len(value)}
+                else:
+                    d[key] = _bytes(value)
+        elif kind == _WANTED:
+            if name not in found.fields:
+                found.fields[name] = value
+        elif kind == _ERROR:
+            found.has_error = True
+            if value and not found.first_error:
+                found.first_error = value
+        elif kind == _TOPIC:
+            if isinstance(value, str):
+                found.topics.append(value)
+        elif not math.isfinite(value):
+            d[key] = {"$float": repr(value)}
 
 
-def _has_partitions(d: dict) -> bool:
-    for key in d:
-        if "partition" in key:
-            return True
-    return False
+def _bytes(value: Any) -> Any:
+    if value is None:
+        return None
+    return {"$bytes": base64.b64encode(bytes(value)).decode("ascii")}
 
 
 def top_level(message: dict, wanted: tuple[str, ...]) -> dict[str, Any]:
     return {key: message[key] for key in wanted if message.get(key) is not None}
 
 
-def error_code(response: dict, nested_first_error: int) -> int | None:
+def error_code(response: dict, found: Found) -> int | None:
     """The response's top-level error_code if non-zero, else its first non-zero nested one (any field named
     `*error_code`, e.g. AddPartitionsToTxn's partition_error_code), else 0 if it has any error field, else None."""
     top = response.get("error_code")
     if top:
         return top
-    if nested_first_error:
-        return nested_first_error
-    if top is not None:
-        return 0
-    return 0 if _has_error_field(response) else None
-
-
-def _has_error_field(obj: Any) -> bool:
-    stack = [obj]
-    while stack:
-        d = stack.pop()
-        for key, value in d.items():
-            if isinstance(key, str) and key.endswith("error_code"):
-                return True
-            if isinstance(value, list) and value and isinstance(value[0], dict):
-                stack.extend(value)
-            elif isinstance(value, dict):
-                stack.append(value)
-    return False
+    if found.first_error:
+        return found.first_error
+    return 0 if found.has_error else None

@@ -8,6 +8,7 @@ are not checked: captures taken on the sending host carry checksum-offloaded (wr
 
 from __future__ import annotations
 
+import ipaddress
 import struct
 from collections import OrderedDict
 from typing import NamedTuple
@@ -78,7 +79,6 @@ def parse_ip(data: np.ndarray, l3: np.ndarray, cap_end: np.ndarray, wire_end: np
 
 def address(hi: int, lo: int) -> str:
     """Text form of an address given as the (hi, lo) halves above."""
-    import ipaddress
     if hi == IPV4_HI:
         return str(ipaddress.IPv4Address(lo & 0xFFFFFFFF))
     return str(ipaddress.IPv6Address(((hi & (2 ** 64 - 1)) << 64) | (lo & (2 ** 64 - 1))))

@@ -92,7 +92,7 @@ class PcapngReader:
             data = self._f.read(need)
             buf = buf + data if buf else data
             n = len(buf)
-            hdr = struct.Struct(endian + "II").unpack_from
+            hdr, epb = struct.Struct(endian + "II").unpack_from, struct.Struct(endian + "IIIII").unpack_from
             off = 0
             end = 0
             offs: list[int] = []
@@ -109,7 +109,7 @@ class PcapngReader:
                     if not endian:
                         stop = self._corrupt(file_pos + off, "a section header with an unknown byte-order magic", index)
                         break
-                    hdr = struct.Struct(endian + "II").unpack_from
+                    hdr, epb = struct.Struct(endian + "II").unpack_from, struct.Struct(endian + "IIIII").unpack_from
                     blen = hdr(buf, off)[1]
                 if blen < 12 or blen % 4 or blen > MAX_FRAME:
                     stop = self._corrupt(file_pos + off, f"a block (type {btype:#x}) with length {blen}", index)
@@ -119,7 +119,7 @@ class PcapngReader:
                     break
                 if btype == EPB or btype == OPB:
                     if btype == EPB:
-                        if_id, hi, lo, cl, ol = struct.unpack_from(endian + "IIIII", buf, off + 8)
+                        if_id, hi, lo, cl, ol = epb(buf, off + 8)
                     else:
                         if_id, _, hi, lo, cl, ol = struct.unpack_from(endian + "HHIIII", buf, off + 8)
                     if cl > blen - 32 or section_base + if_id >= len(self.interfaces):

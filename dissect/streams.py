@@ -173,7 +173,7 @@ class _Driver:
             self.skip("snapped_packet", wire - cap)
         l3, version, lstatus = self.link(c)
         self.skip("not_ip", int(c.caplen[lstatus == link.NOT_IP].sum()))
-        self.skip("short_link_header", int(c.caplen[lstatus == link.SHORT].sum()))
+        self.bad(c, np.arange(n), lstatus == link.SHORT, "bad_link_header", snapped)
         ipi = np.flatnonzero(lstatus == link.OK)
         f = ip.parse_ip(c.data, l3[ipi], cap_end[ipi], c.off[ipi] + c.origlen[ipi], version[ipi])
         self.bad(c, ipi, f.status == ip.BAD, "bad_ip_header", snapped)
@@ -226,7 +226,7 @@ class _Driver:
         return l3, version, status
 
     def bad(self, c: Chunk, idx: np.ndarray, mask: np.ndarray, kind: str, snapped: np.ndarray) -> None:
-        """Frames whose IP or TCP header is unusable: an anomaly each, unless the snaplen cut it (already one)."""
+        """Frames whose link, IP or TCP header is unusable: an anomaly each, unless the snaplen cut it (already one)."""
         for i in idx[mask].tolist():
             nbytes = int(c.caplen[i])
             self.skip("snapped_headers" if snapped[i] else kind, nbytes)

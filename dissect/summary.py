@@ -17,7 +17,10 @@ from rich.table import Table
 def _iso(ts_us: int | None) -> str | None:
     if ts_us is None:
         return None
-    return datetime.fromtimestamp(ts_us / 1e6, tz=timezone.utc).isoformat()
+    try:
+        return datetime.fromtimestamp(ts_us / 1e6, tz=timezone.utc).isoformat()
+    except (ValueError, OverflowError, OSError):  # a damaged capture's timestamp past year 9999
+        return None
 
 
 def byte_account(streams: list[dict]) -> dict[str, Any]:
@@ -33,7 +36,19 @@ def byte_account(streams: list[dict]) -> dict[str, Any]:
     return {"balanced": balanced, "totals": totals, "streams": streams}
 
 
-def build(paths: list[str], stats: Any, sink: Any, rows: dict[str, int], late_names: dict[str, int]) -> dict:
+def _sum(parts: list[dict], key: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for part in parts:
+        for k, v in part[key].items():
+            out[k] = out.get(k, 0) + v
+    return out
+
+
+def build(paths: list[str], parts: list[dict], late_names: dict[str, int]) -> dict:
+    """The summary of a run from its workers' results (each worker followed its own connections; the packet
+    counts, the same in every worker, come from the first)."""
+    stats = parts[0]["stats"]
+    streams = [s for part in parts for s in part["streams"]]
     return {
         "files": list(paths),
         "capture_files_read": stats.files,
@@ -42,16 +57,16 @@ def build(paths: list[str], stats: Any, sink: Any, rows: dict[str, int], late_na
         "tcp_packets": stats.tcp_packets,
         "capture_span": {"first_ts": _iso(stats.first_ts_us), "last_ts": _iso(stats.last_ts_us),
                          "first_ts_us": stats.first_ts_us, "last_ts_us": stats.last_ts_us},
-        "connections": {"with_payload": stats.connections, **sink.connections},
-        "messages_by_api": dict(sorted(sink.messages.items(), key=lambda kv: -kv[1])),
-        "frames_by_status": dict(sorted(sink.statuses.items())),
-        "anomalies_by_kind": dict(sorted(sink.anomaly_counts.items())),
-        "rows": rows,
+        "connections": {"with_payload": stats.connections, **_sum(parts, "connections")},
+        "messages_by_api": dict(sorted(_sum(parts, "messages").items(), key=lambda kv: -kv[1])),
+        "frames_by_status": dict(sorted(_sum(parts, "statuses").items())),
+        "anomalies_by_kind": dict(sorted(_sum(parts, "anomalies").items())),
+        "rows": _sum(parts, "rows"),
         "topic_ids_named_late": late_names,
-        "packet_layer": {"payload_bytes": stats.payload_bytes, "gap_bytes": stats.gap_bytes,
-                         "skipped_bytes": dict(stats.skipped_bytes)},
-        "byte_account": byte_account(sink.streams),
-        "warnings": list(sink.warnings),
+        "values_out_of_range": _sum(parts, "out_of_range"),
+        "workers": len(parts),
+        "byte_account": byte_account(streams),
+        "warnings": [w for part in parts for w in part["warnings"]],
     }
 
 

@@ -34,16 +34,13 @@ class TopicNames:
         self.unresolved.setdefault(table, set()).add(topic_id)
         return topic_id
 
-    def late_names(self, table: str) -> dict[str, str]:
-        """Ids written unresolved to `table` whose names were learned later."""
-        return {i: self.names[i] for i in self.unresolved.get(table, ()) if i in self.names}
-
-    def rewrite(self, out_dir: Path) -> dict[str, int]:
-        """Rewrite the parts holding ids that got a name later; returns the ids fixed per table."""
+    def rewrite(self, out_dir: Path, part: str, names: dict[str, str]) -> dict[str, int]:
+        """Rewrite this worker's part of each table where ids it wrote unnamed are now named (by any worker);
+        returns the ids fixed per table."""
         fixed = {}
         for table, column in TOPIC_COLUMNS.items():
-            mapping = self.late_names(table)
-            path = out_dir / table / "part-00000.parquet"
+            mapping = {i: names[i] for i in self.unresolved.get(table, ()) if i in names}
+            path = out_dir / table / part
             if mapping and path.exists():
                 _rewrite_part(path, column, mapping)
                 fixed[table] = len(mapping)
@@ -64,16 +61,13 @@ def _rewrite_part(path: Path, column: str, mapping: dict[str, str]) -> None:
 
 
 def _map(col: pa.ChunkedArray, keys: pa.Array, values: pa.Array) -> pa.ChunkedArray:
-    """Replace ids by names in a string column or a list-of-string column."""
-    chunks = []
-    for chunk in col.chunks:
-        if pa.types.is_list(chunk.type):
-            flat = chunk.flatten()
-            mapped = _map_strings(flat, keys, values)
-            chunks.append(pa.ListArray.from_arrays(chunk.offsets, mapped, mask=chunk.is_null()))
-        else:
-            chunks.append(_map_strings(chunk, keys, values))
-    return pa.chunked_array(chunks, type=col.type)
+    """Replace ids by names in a string column, or in a list-of-string column (where a name the list already
+    holds is not repeated)."""
+    if pa.types.is_list(col.type):
+        names = dict(zip(keys.to_pylist(), values.to_pylist()))
+        lists = [None if v is None else list(dict.fromkeys(names.get(t, t) for t in v)) for v in col.to_pylist()]
+        return pa.chunked_array([pa.array(lists, type=col.type)], type=col.type)
+    return pa.chunked_array([_map_strings(chunk, keys, values) for chunk in col.chunks], type=col.type)
 
 
 def _map_strings(arr: pa.Array, keys: pa.Array, values: pa.Array) -> pa.Array:

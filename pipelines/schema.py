@@ -106,7 +106,7 @@ TRANSACTIONS = _schema(
     _field("txn_index", pa.int64(), "0-based index of the transaction within (producer id, epoch)."),
     _field("start_ts", TS, "First transactional request of the transaction (AddPartitionsToTxn, Produce, ...)."),
     _field("end_ts", TS, "EndTxn request time (null when open)."),
-    _field("outcome", pa.string(), "`commit`, `abort` or `open`."),
+    _field("outcome", pa.string(), "`commit`, `abort`, `fenced` (a request of it was refused as fenced) or `open`."),
     _field("end_error", pa.string(), "EndTxn response error name (`NONE` when it succeeded)."),
     _field("batches", pa.int64(), "Transactional record batches produced in the transaction."),
     _field("records", pa.int64(), "Records in them."),
@@ -192,7 +192,9 @@ DUPLICATE_DELIVERIES = _schema(
     _field("last_offset", pa.int64(), "Last offset of the range, inclusive."),
     _field("records", pa.int64(),
            "Records in the range (fewer than the range length on compacted topics, when `records/` was present)."),
-    _field("deliveries", pa.int64(), "Times the range was delivered (or appended): 2 or more."),
+    _field("deliveries", pa.int64(),
+           "Times the range was delivered (or appended): 2 or more. Consumer groups: deliveries the application "
+           "consumed (fetches cut at the member's next commit); for `wire_only` rows, the fetches."),
     _field("first_delivery_ts", TS, "First delivery (fetch response / acquisition / append) time."),
     _field("redelivery_ts", TS, "First redelivery time."),
     _field("first_member_id", pa.string(), "Member of the first delivery (null when unlinked or ambiguous)."),
@@ -201,8 +203,11 @@ DUPLICATE_DELIVERIES = _schema(
     _field("redelivery_conn_id", pa.string(), "Connection of the first redelivery."),
     _field("first_client_id", pa.string(), "Client id of the first delivery."),
     _field("redelivery_client_id", pa.string(), "Client id of the first redelivery."),
-    _field("delivery_count", pa.int32(), "Share groups: the broker's delivery count of the re-acquisition."),
-    _field("ack_history", NAMES, "Share groups: earlier acks of the range as `ack_type@ts`, in time order."),
+    _field("delivery_count", pa.int32(),
+           "Share groups: the broker's highest delivery count for the range (it also counts deliveries before the "
+           "capture began, which `deliveries` cannot see)."),
+    _field("ack_history", NAMES,
+           "Share groups: acks of the range before its second acquisition, as `ack_type@ts`, in time order."),
     _field("producer_id", pa.int64(), "Producers: producer id."),
     _field("producer_epoch", pa.int32(), "Producers: producer epoch."),
     _field("base_sequence", pa.int32(), "Producers: base sequence of the appended batch."),
@@ -210,16 +215,18 @@ DUPLICATE_DELIVERIES = _schema(
     _field("cause", pa.string(),
            "Likely cause, from the group's events between the two deliveries. Consumer groups: `fencing`, `rebalance`, "
            "`seek_to_committed` (an OffsetFetch), `refetch` (none of those), `unlinked` (no group known). "
-           "Share groups: `released`, `rejected`, `lock_timeout`. Producers: `retry_appended_twice`, "
+           "Share groups (the last ack before the second acquisition): `released`, `rejected`, `lock_timeout` (no ack). "
+           "Producers: `retry_appended_twice`, "
            "`possible_retry` (non-idempotent identical records, inferred from record hashes)."),
     _field("possible", pa.bool_(), "True when inferred from record hashes rather than proven by offsets."),
     _field("first_position", pa.int64(),
-           "Consumer groups: highest offset the first member committed (or tried to) for the partition after the "
-           "first delivery; null when it sent no commit."),
+           "Consumer groups: the offset the first member next committed (or tried to) for the partition after its "
+           "delivery; null when it sent no commit."),
     _field("wire_only", pa.bool_(),
-           "Consumer groups: true when `first_position <= first_offset`: the first member's own commit shows its "
-           "application never consumed the range, so the records crossed the wire twice but reached the "
-           "application once. Not counted in `duplicate_records`."),
+           "Consumer groups: true when the range was fetched at least twice but, by the members' own next commits, "
+           "consumed at most once (fetched records dropped on a revocation or held by a frozen process). Not counted "
+           "in `duplicate_records`."),
+    _field("wire_deliveries", pa.int64(), "Consumer groups: fetch responses that carried the range."),
 )
 
 THROUGHPUT_DATA = _schema(
@@ -292,7 +299,7 @@ SUMMARY_KEYS: dict[str, str] = {
     "groups": "Distinct consumer, classic and share groups.",
     "members": "Rows of `sessions/members` plus `sessions/share_members`.",
     "producers": "Rows of `sessions/producers`.",
-    "transactions": "Rows of `sessions/transactions` by outcome: `{commit, abort, open}`.",
+    "transactions": "Rows of `sessions/transactions` by outcome: `{commit, abort, fenced, open}`.",
     "fenced_epochs": "Rows of `fenced_epochs`.",
     "fenced_epochs_by_kind": "Rows of `fenced_epochs` per kind (`inferred` ones counted under `inferred`, too).",
     "duplicate_ranges": "Rows of `duplicate_deliveries` per kind.",

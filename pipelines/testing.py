@@ -11,6 +11,8 @@ import json
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import TimestampType
 
 from dissect.schema import BATCHES, FRAMES, RECORDS, SHARE
 from pipelines.storage import spark_schema
@@ -73,3 +75,20 @@ def share(kind: str, ts: float, topic: str, partition: int, first_offset: int, l
 
 def table(spark: SparkSession, schema: pa.Schema, rows: list[dict]) -> DataFrame:
     return spark.createDataFrame(rows, spark_schema(schema))
+
+
+def rows(df: DataFrame) -> list[dict]:
+    """A frame's rows as dicts in a stable order, timestamps rendered as UTC ISO strings inside Spark (collected
+    timestamps would otherwise come back naive, in the Python process's local time)."""
+    cols = [F.date_format(F.col(f.name), "yyyy-MM-dd'T'HH:mm:ss.SSSSSS'Z'").alias(f.name)
+            if isinstance(f.dataType, TimestampType) else F.col(f.name) for f in df.schema]
+    out = [r.asDict(recursive=True) for r in df.select(cols).collect()]
+    return sorted(out, key=repr)
+
+
+def assert_frames_equal(actual: DataFrame, expected: DataFrame) -> None:
+    """Whole-frame comparison: same columns, same types, same rows (in any order)."""
+    assert actual.schema.simpleString() == expected.schema.simpleString(), (
+        f"{actual.schema.simpleString()}\n!=\n{expected.schema.simpleString()}")
+    got, want = rows(actual), rows(expected)
+    assert got == want, f"actual rows:\n{got}\nexpected rows:\n{want}"

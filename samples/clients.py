@@ -32,7 +32,8 @@ class RequestLog:
         self.sent: Counter = Counter()           # (client_id, api_name) -> requests
         self.errors: Counter = Counter()         # (client_id, api_name, error_name) -> responses
         self.error_events: list[tuple[str, str, str]] = []   # (client_id, api_name, error_name) in arrival order
-        self.log_lines: dict[str, list[tuple[float, str]]] = defaultdict(list)  # client_id -> (unix ts, librdkafka line)
+        # client_id -> (unix time, text) of librdkafka's non-request log lines (consumer-group debug, info)
+        self.log_lines: dict[str, list[tuple[float, str]]] = defaultdict(list)
 
     def count(self, client_id: str, api: str) -> None:
         with self._lock:

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import importlib
-from collections import Counter
 import json
 import platform
+from collections import Counter
 from contextlib import ExitStack
 from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
+
+import confluent_kafka
+import kafka
 
 from samples.brokers import MockCluster, Tansu, kill_stray_tansu, tansu_version
 from samples.capture import Capture, port_filter
@@ -24,9 +28,10 @@ class Spec:
     """What a workload needs: a Tansu port and/or a mock cluster, and what its truth promises."""
     name: str
     description: str
-    tansu_port: int | None = None
+    tansu_port: int | None = None  # for a synthetic sample: the simulated broker's port
     mock_brokers: int = 0
     tshark_comparable: bool = False
+    synthetic: bool = False  # written by samples.synthetic: no broker runs, run() leaves its Wire in env.wire
 
 
 @dataclass
@@ -37,10 +42,11 @@ class Env:
     tansu: Tansu | None = None
     mock: MockCluster | None = None
     after_run: list = field(default_factory=list)  # callables run once the clients' logs are complete
+    wire: object = None  # samples.synthetic.Wire of a synthetic sample
 
 
 def make(name: str, out_dir: Path = SAMPLE_DIR) -> dict:
-    """Run workload `name` under capture; write `<name>.pcapng` and `<name>.truth.json` into out_dir."""
+    """Run workload `name` under capture (or synthesize it); write `<name>.pcapng` and `<name>.truth.json`."""
     module = importlib.import_module(f"samples.workloads.{name}")
     spec: Spec = module.SPEC
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -48,50 +54,75 @@ def make(name: str, out_dir: Path = SAMPLE_DIR) -> dict:
     tmp_pcap = out_dir / f".{name}.pcapng.partial"
     truth = Truth(name, spec.description, module.__name__)
     log = RequestLog()
+    try:
+        ports, mock_ports, broker_counts = (_synthesize if spec.synthetic else _capture)(spec, module, truth, log,
+                                                                                         tmp_pcap)
+    except BaseException:
+        tmp_pcap.unlink(missing_ok=True)
+        raise
+    requests = {"source": "the synthesizer's own ledger" if spec.synthetic else
+                "client logs (librdkafka protocol debug log, kafka-python request encoder)",
+                "exact": True, "by_client": log.by_client()}
+    if mock_ports:
+        requests["broker_by_api"] = {api_name(k): n for k, n in sorted(broker_counts.items())}
+    kinds = ["synthetic"] if spec.synthetic else [k for k, on in (("tansu", spec.tansu_port),
+                                                                  ("librdkafka_mock", mock_ports)) if on]
+    truth.doc["synthetic"] = spec.synthetic
+    truth.doc["broker"] = {
+        "kind": "+".join(kinds),
+        "versions": {"confluent-kafka": metadata.version("confluent-kafka"),
+                     "librdkafka": confluent_kafka.libversion()[0], "kafka-python": kafka.__version__,
+                     "python": platform.python_version(),
+                     **({"tansu": tansu_version()} if spec.tansu_port and not spec.synthetic else {})},
+    }
+    truth.doc["broker_ports"] = sorted(ports)
+    truth.doc["broker_ports_by_kind"] = {
+        "tansu": [spec.tansu_port] if spec.tansu_port and not spec.synthetic else [],
+        "librdkafka_mock": sorted(mock_ports), **({"synthetic": [spec.tansu_port]} if spec.synthetic else {})}
+    truth.doc["capture_filter"] = port_filter(ports)
+    truth.doc["tshark_comparable"] = spec.tshark_comparable
+    doc = truth.finish(requests, log.errors_by_client())
+    problems = validate(doc)
+    size = tmp_pcap.stat().st_size
+    if problems or size > MAX_CAPTURE_BYTES:
+        tmp_pcap.unlink()
+        raise RuntimeError(f"{name}: truth is malformed: {problems}" if problems else
+                           f"{name}: capture is {size} bytes, over the {MAX_CAPTURE_BYTES} budget")
+    tmp_pcap.chmod(0o644)  # dumpcap creates its files private
+    tmp_pcap.replace(pcap)
+    truth_path.write_text(json.dumps(doc, indent=1) + "\n")
+    return doc
+
+
+def _capture(spec: Spec, module, truth: Truth, log: RequestLog, pcap: Path) -> tuple[list[int], list[int], Counter]:
+    """Real brokers and a real capture around the workload; returns (all ports, mock ports, mock's request counts)."""
     ports = [spec.tansu_port] if spec.tansu_port else []
+    mock_ports: list[int] = []
     broker_counts: Counter = Counter()  # what the mock received, read just before it is destroyed
     try:
         with ExitStack() as stack:
             mock = stack.enter_context(MockCluster(spec.mock_brokers)) if spec.mock_brokers else None
             if mock:
                 stack.callback(lambda: broker_counts.update(mock.requests_by_api_key()))
-                ports += mock.ports
+                mock_ports = list(mock.ports)
+                ports += mock_ports
             # Brokers first, capture second: the readiness probes stay out of the capture, the clients' traffic is in.
             tansu = stack.enter_context(Tansu(spec.tansu_port)) if spec.tansu_port else None
-            stack.enter_context(Capture(tmp_pcap, ports))
+            stack.enter_context(Capture(pcap, ports))
             stack.enter_context(log.kafka_python())
             stack.enter_context(log.librdkafka_stderr())
             env = Env(truth, log, tansu, mock)
             module.run(env)
         for finish in env.after_run:
             finish()
-        requests = {"source": "client logs (librdkafka protocol debug log, kafka-python request encoder)",
-                    "exact": True, "by_client": log.by_client()}
     finally:
         if spec.tansu_port:
             kill_stray_tansu([spec.tansu_port])
-    if mock:
-        requests["broker_by_api"] = {api_name(k): n for k, n in sorted(broker_counts.items())}
-    import confluent_kafka
-    import kafka
+    return ports, mock_ports, broker_counts
 
-    truth.doc["broker"] = {
-        "kind": "+".join(k for k, on in (("tansu", spec.tansu_port), ("librdkafka_mock", mock)) if on),
-        "versions": {"confluent-kafka": confluent_kafka.version()[0], "librdkafka": confluent_kafka.libversion()[0],
-                     "kafka-python": kafka.__version__, "python": platform.python_version(),
-                     **({"tansu": tansu_version()} if spec.tansu_port else {})},
-    }
-    truth.doc["broker_ports"] = sorted(ports)
-    truth.doc["capture_filter"] = port_filter(ports)
-    truth.doc["tshark_comparable"] = spec.tshark_comparable
-    doc = truth.finish(requests, log.errors_by_client())
-    problems = validate(doc)
-    if problems:
-        raise RuntimeError(f"{name}: truth is malformed: {problems}")
-    size = tmp_pcap.stat().st_size
-    if size > MAX_CAPTURE_BYTES:
-        raise RuntimeError(f"{name}: capture is {size} bytes, over the {MAX_CAPTURE_BYTES} budget")
-    tmp_pcap.chmod(0o644)  # dumpcap creates its files private
-    tmp_pcap.replace(pcap)
-    truth_path.write_text(json.dumps(doc, indent=1) + "\n")
-    return doc
+
+def _synthesize(spec: Spec, module, truth: Truth, log: RequestLog, pcap: Path) -> tuple[list[int], list[int], Counter]:
+    env = Env(truth, log)
+    module.run(env)
+    env.wire.write(pcap)
+    return [spec.tansu_port], [], Counter()

@@ -5,6 +5,7 @@ A truth file (`samples/<name>.truth.json`) is one JSON object; these keys are al
 - `sample`, `description`, `synthetic` (bool), `format` (1), `generated_by` (module), `capture` (pcapng file name)
 - `broker`: {`kind`: `tansu` | `librdkafka_mock` | `tansu+librdkafka_mock`, `versions`: {...}}
 - `broker_ports`: ports the brokers listened on (the dissector's `--port` list; the capture filter names only them)
+- `broker_ports_by_kind`: {`tansu`: [...], `librdkafka_mock`: [...]} (which broker each port belongs to)
 - `tshark_comparable`: true when every request stays within versions tshark 4.0 decodes (Kafka 2.5)
 - `clients`: [{`client_id`, `library`, `role`, `config`}]: every client of the run, with the settings that matter
 - `requests`: {`source`, `exact`, `by_client`: {client_id: {api_name: n}}, `by_api`: {api_name: n}}: requests each
@@ -26,7 +27,9 @@ A truth file (`samples/<name>.truth.json`) is one JSON object; these keys are al
 - `producers`: [{`client_id`, `producer_id`, `producer_epoch`, `transactional_id`, `idempotent`}]
 - optional, per workload: `sequences` (idempotent producers: first/last sequence per partition), `transactions`
   ([{`client_id`, `transactional_id`, `producer_id`, `producer_epoch`, `outcome`, `records`}]), `groups`
-  (per group: generations or member epochs each member reached), `isolation` (what read_committed consumers saw)
+  (per group: generations or member epochs each member reached), `isolation` (what read_committed consumers saw),
+  `share_archived` ([{`topic`, `partition`, `offset`, `delivery_count`}]: records the share group archived after
+  their last allowed delivery)
 - `share_deliveries`: [{`client_id`, `group_id`, `topic`, `partition`, `offset`, `delivery_count`, `ack`}]
 - `events`: [{`t`, `client_id`, `what`, ...}]: the script's timeline (joins, leaves, stalls, errors), seconds from start
 - `notes`: where this broker differs from Apache Kafka, as observed in this run
@@ -69,6 +72,7 @@ GROUP_KINDS = ("classic_group", "consumer_group", "share_group")
 KINDS = (*GROUP_KINDS, "producer", "none")
 REQUIRED_KEYS = (
     "sample", "description", "synthetic", "format", "generated_by", "capture", "broker", "broker_ports",
+    "broker_ports_by_kind",
     "tshark_comparable", "clients", "requests", "response_errors", "topics", "produced", "produced_by_partition",
     "consumed", "fenced_epochs", "duplicate_deliveries", "duplicate_records", "producers", "share_deliveries",
     "events", "notes",
@@ -111,7 +115,8 @@ class Truth:
         self.doc: dict[str, Any] = {
             "sample": sample, "description": description, "synthetic": False, "format": 1,
             "generated_by": generated_by, "capture": f"{sample}.pcapng",
-            "broker": {"kind": "", "versions": {}}, "broker_ports": [], "tshark_comparable": False,
+            "broker": {"kind": "", "versions": {}}, "broker_ports": [], "broker_ports_by_kind": {},
+            "tshark_comparable": False,
             "clients": [], "requests": {}, "response_errors": {}, "topics": {}, "produced": [],
             "produced_by_partition": {}, "consumed": [], "fenced_epochs": [], "duplicate_deliveries": [],
             "duplicate_records": {}, "producers": [], "share_deliveries": [], "events": [], "notes": [],

@@ -60,6 +60,22 @@ def test_invalid_ports(tmp_path: Path, ports: list[str]) -> None:
     assert not (tmp_path / "ring").exists()
 
 
+@pytest.mark.parametrize("bootstrap,code,message", [("nonsense", 2, "is not HOST:PORT"),
+                                                     (f"127.0.0.1:{PORT + 9}", 1, "Connection refused")])
+def test_bootstrap_errors(tmp_path: Path, bootstrap: str, code: int, message: str) -> None:
+    done = capture("-i", "lo", "--bootstrap", bootstrap, "-w", str(tmp_path / "ring"))
+    assert done.returncode == code and message in done.stderr
+    assert not (tmp_path / "ring").exists()
+
+
+def test_refuses_a_directory_with_an_earlier_run(tmp_path: Path) -> None:
+    earlier = tmp_path / "kafkatap_00001_20260101000000.pcapng"
+    earlier.write_bytes(b"earlier run")
+    done = capture("-i", "lo", "--port", str(PORT), "-w", str(tmp_path))
+    assert done.returncode == 2 and "earlier run" in done.stderr
+    assert earlier.read_bytes() == b"earlier run"
+
+
 def test_unknown_interface_lists_the_real_ones(tmp_path: Path) -> None:
     done = capture("-i", "nosuch0", "--port", str(PORT), "-w", str(tmp_path / "ring"))
     assert done.returncode == 2

@@ -50,13 +50,17 @@ def test_held_files_survive_the_ring(tmp_path: Path) -> None:
     assert not (tmp_path / ".kafkatap-held").exists()
 
 
-def test_directory_watch_follows_tcpdump_names(tmp_path: Path) -> None:
-    ring = Ring()
-    watch = DirectoryWatch(str(tmp_path / "kafkatap.pcap*"), ring)
-    for i, name in enumerate(["kafkatap.pcap0", "kafkatap.pcap1", "kafkatap.pcap0"]):  # -W 2 wraps to pcap0
-        path = tmp_path / name
-        path.write_bytes(b"p" * (i + 1))
-        os.utime(path, ns=(10**18 + i * 10**9, 10**18 + i * 10**9))
+def test_directory_watch_follows_tcpdump_names_and_keeps_k(tmp_path: Path) -> None:
+    ring = Ring(keep=2)
+    watch = DirectoryWatch(str(tmp_path / "kafkatap.pcap"), ring)
+    names = ["kafkatap.pcap", "kafkatap.pcap1", "kafkatap.pcap2", "kafkatap.pcap3", "kafkatap.pcap10"]
+    for name in names[:2]:
+        (tmp_path / name).write_bytes(b"p")
         watch.poll()
-    ring.finish()
-    assert [os.path.basename(f.path) for f in ring.files] == ["kafkatap.pcap0", "kafkatap.pcap1", "kafkatap.pcap0"]
+    for name in names[2:]:  # three files between two polls: none may be missed
+        (tmp_path / name).write_bytes(b"p")
+    (tmp_path / "kafkatap.pcapng-other").write_bytes(b"not ours")
+    watch.poll()
+    assert [os.path.basename(f.path) for f in ring.files] == names[:4] + ["kafkatap.pcap10"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kafkatap.pcap10", "kafkatap.pcap3", "kafkatap.pcapng-other"]
+    assert ring.current == str(tmp_path / "kafkatap.pcap10")

@@ -279,8 +279,13 @@ def test_tables_cap_their_rows_and_say_where_the_rest_is() -> None:
 
 def test_long_captures_are_rebucketed_before_plotting() -> None:
     day = pd.DataFrame({"window_start": pd.date_range("2026-01-01", periods=86_400, freq="1s"), "bytes": 1})
-    out, step = rebucket(day, "window_start", [], ["bytes"], pd.Timedelta("1s"))
-    assert len(out) <= MAX_BUCKETS and out["bytes"].sum() == 86_400 and step == pd.Timedelta("5min")
+    out, index = rebucket(day, "window_start", [], ["bytes"], pd.Timedelta("1s"), {})
+    assert len(out) <= MAX_BUCKETS and out["bytes"].sum() == 86_400 and index.freq == pd.Timedelta("5min")
+    # a burst in a long capture is bucketed for the whole capture's span, not for the burst's
+    burst = day.head(60)
+    out, index = rebucket(burst, "window_start", [], ["bytes"], pd.Timedelta("1s"),
+                          {"capture_start": "2026-01-01T00:00:00Z", "capture_end": "2026-01-02T00:00:00Z"})
+    assert len(index) <= MAX_BUCKETS + 1 and out["bytes"].sum() == 60
 
 
 def test_write_dashboard_creates_the_file(report_dir: Path, tmp_path: Path) -> None:

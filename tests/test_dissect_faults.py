@@ -18,7 +18,7 @@ import pytest
 
 from dissect.run import dissect_captures
 from dissect.streams import run_streams
-from tests.pcaputil import ACK, PSH, RecordingSink, TcpFlow, pcap_bytes, timed
+from tests.pcaputil import RecordingSink, TcpFlow, pcap_bytes, timed
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 SAMPLE = "produce_consume"

@@ -103,3 +103,10 @@ def test_non_ip_frames_are_counted(tmp_path):
     arp = ether(b"\0" * 28, 0x0806)
     stats = run_streams([write_pcap(tmp_path / "a.pcap", [(1, arp)])], RecordingSink())
     assert stats.skipped_bytes == {"not_ip": len(arp)} and stats.non_tcp_packets == 1
+
+
+def test_frame_shorter_than_its_link_header(tmp_path):
+    sink = RecordingSink()
+    stats = run_streams([write_pcap(tmp_path / "s.pcap", [(1, b"\x02" * 10), (2, b"\x02" * 10, 60)])], sink)
+    assert [a[4] for a in sink.anomalies("bad_link_header")] == [10]  # the snapped one is a snapped_packet instead
+    assert stats.skipped_bytes == {"bad_link_header": 10, "snapped_headers": 10, "snapped_packet": 50}

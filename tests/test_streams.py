@@ -193,7 +193,8 @@ def _sample_capture() -> tuple[bytes, bytes]:
     return pcap_bytes(frames), w.bytes()
 
 
-@settings(max_examples=int(__import__("os").environ.get("FUZZ_N", 60)), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=int(os.environ.get("FUZZ_N", 60)), deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(which=st.integers(0, 1), flips=st.lists(st.tuples(st.integers(0, 10 ** 6), st.integers(0, 255)), max_size=8),
        cut=st.integers(0, 10 ** 6))
 def test_mutated_captures_never_crash(tmp_path, which, flips, cut):

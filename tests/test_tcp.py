@@ -29,8 +29,8 @@ def _vec(segment: bytes) -> dict:
 
 def test_golden_header():
     f = _vec(GOLDEN)
-    assert f == {"status": tcp.OK, "sport": 40000, "dport": 9092, "seq": 0xFFFFFFFE, "ack": 1, "flags": tcp.PSH | tcp.ACK,
-                 "payload": 32, "payload_len": 5}
+    assert f == {"status": tcp.OK, "sport": 40000, "dport": 9092, "seq": 0xFFFFFFFE, "ack": 1,
+                 "flags": tcp.PSH | tcp.ACK, "payload": 32, "payload_len": 5}
     assert tcp.parse_segment(GOLDEN) == (40000, 9092, 0xFFFFFFFE, 1, tcp.PSH | tcp.ACK, 32)
 
 

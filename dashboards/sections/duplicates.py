@@ -15,7 +15,9 @@ import pandas as pd
 def _cause_chart(dups: pd.DataFrame) -> go.Figure:
     again = dups.assign(again=(dups["deliveries"].fillna(2) - 1) * dups["records"].fillna(0))
     by = again.groupby([again["kind"].fillna("?"), again["cause"].fillna("unknown")])["again"].sum().reset_index()
-    fig = figure("Records delivered again, by cause", height=max(220, 90 + 26 * len(by)), x_title="records")
+    kinds = by["kind"].nunique()
+    fig = figure("Records delivered again, by cause" + ("" if kinds > 1 else f" ({by['kind'].iloc[0]})"),
+                 height=max(220, 90 + 26 * len(by)), x_title="records", legend=kinds > 1)
     for kind, part in by.groupby("kind"):
         fig.add_bar(y=[esc_plot(c) for c in part["cause"]], x=part["again"].to_numpy(), orientation="h", name=esc_plot(kind),
                     hovertemplate=f"{esc_plot(kind)} · %{{y}}: %{{x:,}} records<extra></extra>")

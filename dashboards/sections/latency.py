@@ -64,14 +64,14 @@ def _percentile_chart(summary: pd.DataFrame) -> go.Figure:
     return fig
 
 
-def _over_time_chart(requests: pd.DataFrame, busiest: list[str], window: pd.Timedelta) -> go.Figure:
+def _over_time_chart(requests: pd.DataFrame, busiest: list[str], window: pd.Timedelta, summary: dict) -> go.Figure:
     fig = figure("p99 latency over time (busiest apis)", time_x=True, y_title="ms (log scale)")
     shown = requests[requests["api_name"].isin(busiest)]
-    worst, _ = rebucket(shown, "window_start", ["api_name"], ["latency_p99_us"], window, how="max")
+    worst, index = rebucket(shown, "window_start", ["api_name"], ["latency_p99_us"], window, summary, how="max")
     for api in busiest:
-        series = worst[worst["api_name"] == api].set_index("window_start")["latency_p99_us"].dropna().sort_index()
+        series = worst[worst["api_name"] == api].set_index("window_start")["latency_p99_us"].reindex(index)
         fig.add_scatter(x=series.index, y=series.to_numpy() / 1000, mode="lines+markers", name=esc_plot(api),
-                        marker={"size": 4}, hovertemplate=f"%{{x}}<br>{esc_plot(api)} p99: %{{y:,.2f}} ms<extra></extra>")
+                        marker={"size": 4}, connectgaps=False, hovertemplate=f"%{{x}}<br>{esc_plot(api)} p99: %{{y:,.2f}} ms<extra></extra>")
     fig.update_layout(yaxis={"type": "log", "dtick": 1})
     return fig
 
@@ -99,7 +99,7 @@ def render(report) -> Section:  # noqa: ANN001 - dashboards.load.Report
     ]
     return Section("latency", "Latency", [
         '<div class="grid2">', _percentile_chart(summary),
-        _over_time_chart(requests, busiest, window_of(report.summary)), "</div>",
+        _over_time_chart(requests, busiest, window_of(report.summary), report.summary), "</div>",
         table(summary, cols, table_id="latency-table", source="throughput/requests"),
         note("Percentiles are computed per throughput window; p50/p95/p99 here are the request-weighted median of "
              "the windows' values, 'worst-window p99' the highest window, 'max' exact."),

@@ -32,9 +32,9 @@ def _span(seconds: float) -> str:
 
 
 def _requests_by_api(report: Report) -> pd.Series:
-    requests = report.frame("throughput/requests", ("api_name", "requests"))
+    requests = report.aggregate("throughput/requests", ("api_name",), ("requests",))
     if not requests.empty:
-        return requests.groupby(requests["api_name"].fillna("unknown"))["requests"].sum()
+        return requests.set_index(requests["api_name"].fillna("unknown"))["requests"]
     by_api: dict[str, int] = {}
     for mapping in report.frame("sessions/connections", ("requests_by_api",))["requests_by_api"]:
         for api, n in (mapping or {}).items():
@@ -53,22 +53,22 @@ def _api_chart(by_api: pd.Series) -> go.Figure:
 
 def render(report: Report) -> Section:
     s = report.summary
+    # the cards count the rows of the tables they link to, so a card and its section always agree
     fenced = report.frame("fenced_epochs", ("kind", "inferred"))
     duplicates = report.frame("duplicate_deliveries", ("kind", "records", "deliveries"))
-    fencings = int(s.get("fenced_epochs", len(fenced)) or 0)
-    dup_ranges = _count(s.get("duplicate_ranges", len(duplicates)))
-    dup_records = s.get("duplicate_records")
-    if dup_records is None:
-        dup_records = int(((duplicates["deliveries"] - 1) * duplicates["records"]).sum()) if len(duplicates) else 0
+    again = int(((duplicates["deliveries"].fillna(2) - 1) * duplicates["records"].fillna(0)).sum())
+    by_kind = lambda df: _breakdown(df["kind"].fillna("?").value_counts().to_dict())  # noqa: E731
     transactions = s.get("transactions") or {}
+    errors, anomalies = int(s.get("errors") or 0), _count(s.get("anomalies"))
     headline = [
-        card("fencings", fmt_int(fencings), href="#fencings", tone="bad" if fencings else "good",
-             detail=_breakdown(s.get("fenced_epochs_by_kind")) or "members and producers rejected for a stale epoch"),
-        card("duplicate deliveries", fmt_int(dup_ranges), href="#duplicates", tone="bad" if dup_ranges else "good",
-             detail=f"{_count(dup_records):,} records delivered again"),
-        card("errors", fmt_int(s.get("errors", 0)), href="#throughput", tone="warn" if s.get("errors") else "",
+        card("fencings", fmt_int(len(fenced)), href="#fencings", tone="bad" if len(fenced) else "good",
+             detail=by_kind(fenced) or "members and producers rejected for a stale epoch"),
+        card("duplicate deliveries", fmt_int(len(duplicates)), href="#duplicates",
+             tone="bad" if len(duplicates) else "good",
+             detail=f"{again:,} records delivered again" + (f" ({by_kind(duplicates)})" if len(duplicates) else "")),
+        card("errors", fmt_int(errors), href="#throughput", tone="warn" if errors else "",
              detail="responses with a non-zero error code"),
-        card("anomalies", fmt_int(_count(s.get("anomalies", 0))), tone="warn" if _count(s.get("anomalies")) else "",
+        card("anomalies", fmt_int(anomalies), tone="warn" if anomalies else "",
              detail="problems the dissector met (its anomalies/ table)"),
         card("transactions", fmt_int(_count(transactions)), href="#producers",
              detail=_breakdown(transactions) or "EndTxn-ended or open at capture end"),
@@ -77,7 +77,8 @@ def render(report: Report) -> Section:
     ]
     start, end = s.get("capture_start"), s.get("capture_end")
     facts = [
-        ("capture", f"{fmt_ts_full(start)} → {fmt_ts_full(end)}" if start else "empty"),
+        ("capture start", fmt_ts_full(start) if start else "empty capture"),
+        ("capture end", fmt_ts_full(end) if end else ""),
         ("span", _span(float(s.get("capture_span_s") or 0))),
         ("frames", fmt_int(s.get("frames", 0))),
         ("connections", fmt_int(s.get("connections", report.rows("sessions/connections")))),
@@ -88,15 +89,16 @@ def render(report: Report) -> Section:
         ("producers", fmt_int(s.get("producers", report.rows("sessions/producers")))),
         ("throughput window", str(s.get("window") or "")),
     ]
-    blocks: list[object] = [
-        cards(headline),
-        '<dl class="facts">' + "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in facts) + "</dl>",
-    ]
     by_api = _requests_by_api(report)
-    blocks.append(_api_chart(by_api) if len(by_api) else
-                  empty("requests", "Any Kafka request the dissector decoded would be counted here by api."))
-    if not s:
-        blocks.insert(0, empty("summary.json", "`kafkatap analyze` writes it next to the tables; counts shown here "
-                                               "come from the tables alone."))
+    blocks: list[object] = [
+        cards(headline), '<div class="grid2"><div>',
+        '<dl class="facts">' + "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in facts) + "</dl>",
+        "" if s else empty("summary.json", "`kafkatap analyze` writes it next to the tables; without it the "
+                                           "capture's span and totals are unknown.", where="in this report"),
+        "</div><div>",
+        _api_chart(by_api) if len(by_api) else
+        empty("requests", "Any Kafka request the dissector decoded would be counted here by api."),
+        "</div></div>",
+    ]
     return Section("overview", "Overview", blocks,
                    lead="What the capture holds. Cards link to the evidence behind each count.")

@@ -48,7 +48,7 @@ def _txn_hover(t: pd.Series) -> str:
 
 def _timeline(producers: pd.DataFrame, txns: pd.DataFrame, fenced: pd.DataFrame, span: list | None) -> go.Figure:
     lanes = list(producers["lane"])
-    fig = figure("Producers", height=120 + 36 * len(lanes), time_x=True)
+    fig = figure("Producers", height=170 + 36 * len(lanes), time_x=True)
     xs, ys = [], []
     for row in producers.itertuples():
         xs += [row.first_seen, row.end, None]

@@ -33,7 +33,7 @@ def read_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
 
 def varint_start(pos: int, n: int) -> int:
     """Where the compact length prefix of value n + 1 that ends at pos began (error offsets only)."""
-    return pos - len(write_uvarint(n + 1))
+    return pos - max(1, ((n + 1).bit_length() + 6) // 7)
 
 
 def write_uvarint(value: int) -> bytes:

@@ -1,10 +1,10 @@
 """duplicate_deliveries: offsets delivered (or appended) more than once, with the likely cause.
 
-Consumer deliveries are computed per log batch: batches on a partition's log are immutable, so every fetch of an
-offset returns the same batch (same base and last offset), clipped at the fetch offset the client asked for (records
-below it are skipped by clients). Deliveries of one batch to one group therefore cover [clip, last_offset] ranges that
-all end at the same offset, and the part of a later delivery already delivered is exactly
-[max(clip, min earlier clip), last_offset]: an equi-grouping with window functions, no range self-join.
+A consumer delivery is a fetched batch clipped at the fetch offset the client asked for (records below it are skipped
+by clients). Counting how many deliveries cover each offset is a sweep over range starts and ends with running sums
+(window functions, no range self-join). The member's next commit for the partition cuts its delivery where its
+application stopped: records fetched but never consumed (dropped on a revocation, held by a frozen process) crossed
+the wire without reaching the application, and are reported as `wire_only`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ OUTPUT = ["kind", "group_id", "topic", "partition", "first_offset", "last_offset
           "first_delivery_ts", "redelivery_ts", "first_member_id", "redelivery_member_id", "first_conn_id",
           "redelivery_conn_id", "first_client_id", "redelivery_client_id", "delivery_count", "ack_history",
           "producer_id", "producer_epoch", "base_sequence", "original_offset", "cause", "possible", "first_position",
-          "wire_only"]
+          "wire_only", "wire_deliveries"]
 COMMIT = "struct<topics:array<struct<name:string,partitions:array<struct<partition_index:int,committed_offset:bigint>>>>>"
 
 # A non-idempotent producer's retry re-sends the same batch within its delivery timeout (120 s by default).
@@ -30,11 +30,11 @@ RETRY_WINDOW_S = 120
 
 
 def _consumer_deliveries(batches: DataFrame, spans: DataFrame) -> DataFrame:
-    """Fetched batches (control batches included: they keep ranges contiguous but hold no records for the app)."""
+    """Fetched data batches, clipped at the fetch offset, linked to the member that fetched them."""
     fetched = (with_client_host(batches)
                .drop("group_id", "member_id")
                .where((F.col("direction") == "fetch") & F.col("fetch_offset").isNotNull()
-                      & (F.col("last_offset") >= F.col("fetch_offset"))
+                      & (F.col("last_offset") >= F.col("fetch_offset")) & ~F.col("is_control")
                       & (F.coalesce(F.col("partition_error_code"), F.lit(0)) == 0))
                .withColumn("clip", F.greatest("base_offset", "fetch_offset"))
                .withColumn("delivery_id", F.monotonically_increasing_id()))
@@ -43,27 +43,105 @@ def _consumer_deliveries(batches: DataFrame, spans: DataFrame) -> DataFrame:
     return linked.withColumn("group_key", F.coalesce(F.col("group_id"), unlinked_key))
 
 
-def _redelivered_batches(deliveries: DataFrame, records: DataFrame | None) -> DataFrame:
-    """One row per (batch, later delivery): the already-delivered part of the batch and who got it first."""
-    key = ["group_key", "topic", "partition", "base_offset"]
-    order = Window.partitionBy(*key).orderBy("ts", "conn_id", "correlation_id")
-    before = order.rowsBetween(Window.unboundedPreceding, -1)
-    firsts = {f"first_{c}": F.first(c).over(order.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing))
-              for c in ["ts", "member_id", "conn_id", "client_id"]}
-    rows = (deliveries.withColumn("prev_clip", F.min("clip").over(before)).withColumns(firsts)
-            .where(F.col("prev_clip").isNotNull())
-            .withColumn("first_offset", F.greatest("clip", "prev_clip")))
+def commits(frames: DataFrame) -> DataFrame:
+    """Offsets members committed or tried to commit (rejected commits included: they still state the position the
+    client had reached): (group_id, member_id, topic, partition, committed_offset, ts)."""
+    c = (frames.where(F.col("api_key") == OFFSET_COMMIT)
+         .select("group_id", F.coalesce(nonempty(F.col("member_id")), request_str("$.member_id")).alias("member_id"),
+                 F.coalesce("ts_request", "ts_response").alias("ts"),
+                 F.from_json(F.col("request_json"), COMMIT).alias("j")))
+    topics = c.select("group_id", "member_id", "ts", F.explode("j.topics").alias("t"))
+    return topics.select("group_id", "member_id", "ts", F.col("t.name").alias("topic"),
+                         F.explode("t.partitions").alias("p")).select(
+        "group_id", "member_id", "ts", "topic", F.col("p.partition_index").alias("partition"),
+        F.col("p.committed_offset").alias("committed_offset"))
+
+
+def _with_consumed(deliveries: DataFrame, committed: DataFrame) -> DataFrame:
+    """Add `next_position` (the offset the member next committed for the partition after the delivery) and
+    `consumed_last`: the delivery's range cut at that position. A client commits the position its application
+    reached, so records at or past it were fetched but not consumed (discarded on a revocation, or held by a frozen
+    process); without a later commit the whole range counts as consumed."""
+    key = ["group_id", "member_id", "topic", "partition"]
+    marks = committed.select(*key, "ts", F.col("committed_offset").alias("_commit"))
+    both = deliveries.unionByName(marks, allowMissingColumns=True)
+    later = (Window.partitionBy(*key).orderBy("ts", F.col("_commit").isNotNull())
+             .rowsBetween(1, Window.unboundedFollowing))
+    cut = F.least(F.col("last_offset"), F.col("next_position") - 1)
+    return (both.withColumn("next_position", F.first("_commit", ignorenulls=True).over(later))
+            .where(F.col("delivery_id").isNotNull()).drop("_commit")
+            .withColumn("consumed_last", F.when(F.col("next_position").isNull(), F.col("last_offset")).otherwise(cut)))
+
+
+def _coverage_runs(deliveries: DataFrame, key: list[str]) -> DataFrame:
+    """Runs of offsets fetched at least twice, with how many fetches (`wire_deliveries`) and how many consumed
+    deliveries (`deliveries`) cover each: a sweep over range starts (+1) and ends (-1) with running sums, exact per
+    offset without a range self-join."""
+    consumed = deliveries.where(F.col("consumed_last") >= F.col("clip"))
+    events = (deliveries.select(*key, F.col("clip").alias("pos"), F.lit(1).alias("dw"), F.lit(0).alias("da"))
+              .unionByName(deliveries.select(*key, (F.col("last_offset") + 1).alias("pos"), F.lit(-1).alias("dw"),
+                                             F.lit(0).alias("da")))
+              .unionByName(consumed.select(*key, F.col("clip").alias("pos"), F.lit(0).alias("dw"), F.lit(1).alias("da")))
+              .unionByName(consumed.select(*key, (F.col("consumed_last") + 1).alias("pos"), F.lit(0).alias("dw"),
+                                           F.lit(-1).alias("da")))
+              .groupBy(*key, "pos").agg(F.sum("dw").alias("dw"), F.sum("da").alias("da")))
+    by_pos = Window.partitionBy(*key).orderBy("pos")
+    upto = by_pos.rowsBetween(Window.unboundedPreceding, 0)
+    segments = (events.withColumn("wire_deliveries", F.sum("dw").over(upto))
+                .withColumn("deliveries", F.sum("da").over(upto))
+                .withColumn("last_offset", F.lead("pos").over(by_pos) - 1)
+                .where((F.col("wire_deliveries") >= 2) & F.col("last_offset").isNotNull())
+                .withColumnRenamed("pos", "first_offset"))
+    same = [*key, "wire_deliveries", "deliveries"]
+    order = Window.partitionBy(*same).orderBy("first_offset")
+    island = F.sum(F.when(F.col("first_offset") == F.lag("last_offset").over(order) + 1, 0).otherwise(1)).over(
+        order.rowsBetween(Window.unboundedPreceding, 0))
+    return (segments.withColumn("_island", island).groupBy(*same, "_island")
+            .agg(F.min("first_offset").alias("first_offset"), F.max("last_offset").alias("last_offset"))
+            .drop("_island"))
+
+
+def _first_two(runs: DataFrame, deliveries: DataFrame, key: list[str]) -> DataFrame:
+    """The first two deliveries covering each run's first offset (consumed ones, or fetches for wire-only runs)."""
+    r, d = runs.alias("r"), deliveries.alias("d")
+    end = F.when(F.col("r.deliveries") >= 2, F.col("d.consumed_last")).otherwise(F.col("d.last_offset"))
+    cond = [F.col(f"r.{k}").eqNullSafe(F.col(f"d.{k}")) for k in key]
+    cond += [F.col("d.clip") <= F.col("r.first_offset"), end >= F.col("r.first_offset")]
+    who = F.struct(F.col("d.ts").alias("ts"), F.col("d.member_id").alias("member_id"),
+                   F.col("d.conn_id").alias("conn_id"), F.col("d.client_id").alias("client_id"),
+                   F.col("d.next_position").alias("next_position"))
+    pair = (r.join(d, cond, "inner").groupBy(*[F.col(f"r.{c}") for c in runs.columns])
+            .agg(F.slice(F.array_sort(F.collect_list(who)), 1, 2).alias("ds")))
+    f, s = F.col("ds")[0], F.col("ds")[1]
+    return pair.select(
+        *runs.columns, f["ts"].alias("first_delivery_ts"), s["ts"].alias("redelivery_ts"),
+        f["member_id"].alias("first_member_id"), s["member_id"].alias("redelivery_member_id"),
+        f["conn_id"].alias("first_conn_id"), s["conn_id"].alias("redelivery_conn_id"),
+        f["client_id"].alias("first_client_id"), s["client_id"].alias("redelivery_client_id"),
+        f["next_position"].alias("first_position"))
+
+
+def _record_counts(runs: DataFrame, records: DataFrame | None) -> DataFrame:
+    """Records in each run: its length, or with `records/` the distinct fetched offsets inside it (compacted topics
+    and transaction markers leave holes), counted with a running sum instead of a range join."""
+    length = F.col("last_offset") - F.col("first_offset") + 1
     if records is None:
-        whole = F.col("first_offset") == F.col("base_offset")
-        count = F.when(F.col("is_control"), 0).when(whole, F.col("record_count").cast("long")).otherwise(
-            F.col("last_offset") - F.col("first_offset") + 1)
-        return rows.withColumn("records", count)
-    fetched = (records.where(F.col("direction") == "fetch")
-               .select("conn_id", "correlation_id", "topic", "partition", "base_offset", "offset"))
-    counted = (rows.join(fetched, ["conn_id", "correlation_id", "topic", "partition", "base_offset"], "left")
-               .groupBy(*rows.columns)
-               .agg(F.count(F.when(F.col("offset") >= F.col("first_offset"), 1)).alias("records")))
-    return counted.withColumn("records", F.when(F.col("is_control"), 0).otherwise(F.col("records")))
+        return runs.withColumn("records", length)
+    ids = runs.withColumn("_run", F.monotonically_increasing_id())
+    offsets = (records.where(F.col("direction") == "fetch").select("topic", "partition", "offset").distinct()
+               .select("topic", "partition", F.col("offset").alias("pos"), F.lit(None).cast("long").alias("_run"),
+                       F.lit(None).cast("string").alias("_edge"), F.lit(1).alias("_rank")))
+    edges = (ids.select("topic", "partition", F.col("first_offset").alias("pos"), "_run",
+                        F.lit("start").alias("_edge"), F.lit(0).alias("_rank"))
+             .unionByName(ids.select("topic", "partition", (F.col("last_offset") + 1).alias("pos"), "_run",
+                                     F.lit("end").alias("_edge"), F.lit(0).alias("_rank"))))
+    before = (Window.partitionBy("topic", "partition").orderBy("pos", "_rank")
+              .rowsBetween(Window.unboundedPreceding, -1))
+    seen = (edges.unionByName(offsets).withColumn("_seen", F.coalesce(F.sum("_rank").over(before), F.lit(0)))
+            .where(F.col("_run").isNotNull())
+            .groupBy("_run").agg((F.max(F.when(F.col("_edge") == "end", F.col("_seen")))
+                                  - F.max(F.when(F.col("_edge") == "start", F.col("_seen")))).alias("records")))
+    return ids.join(seen, "_run", "left").drop("_run")
 
 
 def _group_events(frames: DataFrame, fenced: DataFrame) -> DataFrame:
@@ -92,114 +170,96 @@ def _with_cause(ranges: DataFrame, events: DataFrame) -> DataFrame:
     return best.withColumn("cause", cause).drop("rank")
 
 
-def commits(frames: DataFrame) -> DataFrame:
-    """Offsets members committed or tried to commit (rejected commits included: they still state the position the
-    client had reached): (group_id, member_id, topic, partition, committed_offset, ts)."""
-    c = (frames.where(F.col("api_key") == OFFSET_COMMIT)
-         .select("group_id", F.coalesce(nonempty(F.col("member_id")), request_str("$.member_id")).alias("member_id"),
-                 F.coalesce("ts_request", "ts_response").alias("ts"),
-                 F.from_json(F.col("request_json"), COMMIT).alias("j")))
-    topics = c.select("group_id", "member_id", "ts", F.explode("j.topics").alias("t"))
-    return topics.select("group_id", "member_id", "ts", F.col("t.name").alias("topic"),
-                         F.explode("t.partitions").alias("p")).select(
-        "group_id", "member_id", "ts", "topic", F.col("p.partition_index").alias("partition"),
-        F.col("p.committed_offset").alias("committed_offset"))
-
-
-def _with_first_position(ranges: DataFrame, committed: DataFrame) -> DataFrame:
-    """The first member's highest commit for the partition after the first delivery, and what it shows."""
-    k = committed.alias("k")
-    joined = ranges.alias("r").join(
-        k, (F.col("k.group_id") == F.col("r.group_id")) & (F.col("k.member_id") == F.col("r.first_member_id"))
-        & (F.col("k.topic") == F.col("r.topic")) & (F.col("k.partition") == F.col("r.partition"))
-        & (F.col("k.ts") > F.col("r.first_delivery_ts")), "left")
-    out = joined.groupBy(*[F.col(f"r.{c}") for c in ranges.columns]).agg(
-        F.max("k.committed_offset").alias("first_position"))
-    return out.withColumn("wire_only", F.coalesce(F.col("first_position") <= F.col("first_offset"), F.lit(False)))
-
-
-def _merge_ranges(rows: DataFrame, same: list[str]) -> DataFrame:
-    """Merge ranges that touch (next first_offset = last_offset + 1) and agree on `same` into one row."""
-    order = Window.partitionBy(*same).orderBy("first_offset", "last_offset")
-    island = F.sum(F.when(F.col("first_offset") == F.lag("last_offset").over(order) + 1, 0).otherwise(1)).over(
-        order.rowsBetween(Window.unboundedPreceding, 0))
-    return (rows.withColumn("_island", island)
-            .groupBy(*same, "_island").agg(
-                F.min("first_offset").alias("first_offset"), F.max("last_offset").alias("last_offset"),
-                F.sum("records").alias("records"), F.min("first_delivery_ts").alias("first_delivery_ts"),
-                F.min("redelivery_ts").alias("redelivery_ts"), F.max("first_position").alias("first_position"))
-            .drop("_island"))
-
-
 def consumer_duplicates(batches: DataFrame, records: DataFrame | None, spans: DataFrame, frames: DataFrame,
                         fenced: DataFrame) -> DataFrame:
-    redelivered = _redelivered_batches(_consumer_deliveries(batches, spans), records)
-    per_range = (redelivered.groupBy("group_key", "group_id", "topic", "partition", "first_offset", "last_offset")
-                 .agg(F.min_by(F.struct("records", "first_ts", "first_member_id", "first_conn_id", "first_client_id",
-                                        F.col("ts").alias("redelivery_ts"),
-                                        F.col("member_id").alias("redelivery_member_id"),
-                                        F.col("conn_id").alias("redelivery_conn_id"),
-                                        F.col("client_id").alias("redelivery_client_id")), "ts").alias("x"),
-                      (F.count(F.lit(1)) + 1).alias("deliveries"))
-                 .select("*", "x.*").drop("x").withColumnRenamed("first_ts", "first_delivery_ts"))
-    caused = _with_first_position(_with_cause(per_range, _group_events(frames, fenced)), commits(frames))
-    same = ["group_key", "group_id", "topic", "partition", "deliveries", "first_member_id", "redelivery_member_id",
-            "first_conn_id", "redelivery_conn_id", "first_client_id", "redelivery_client_id", "cause", "wire_only"]
-    merged = _merge_ranges(caused, same).where(F.col("records") > 0)
+    key = ["group_key", "group_id", "topic", "partition"]
+    deliveries = _with_consumed(_consumer_deliveries(batches, spans), commits(frames))
+    runs = _first_two(_coverage_runs(deliveries, key), deliveries, key)
+    caused = _with_cause(_record_counts(runs, records), _group_events(frames, fenced))
     kinds = group_kinds(frames).withColumnRenamed("kind", "group_kind")
-    return merged.drop("group_key").join(kinds, "group_id", "left").withColumns({
-        "kind": F.coalesce(F.col("group_kind"), F.lit("none")), "delivery_count": F.lit(None).cast("int"),
-        "ack_history": F.lit(None).cast("array<string>"), "producer_id": F.lit(None).cast("long"),
-        "producer_epoch": F.lit(None).cast("int"), "base_sequence": F.lit(None).cast("int"),
-        "original_offset": F.lit(None).cast("long"), "possible": F.lit(False)}).select(OUTPUT)
+    return (caused.where(F.col("records") > 0).drop("group_key").join(kinds, "group_id", "left")
+            .withColumn("wire_only", F.col("deliveries") < 2)
+            .withColumn("deliveries", F.when(F.col("wire_only"), F.col("wire_deliveries"))
+                        .otherwise(F.col("deliveries")))
+            .withColumns({
+                "kind": F.coalesce(F.col("group_kind"), F.lit("none")), "delivery_count": F.lit(None).cast("int"),
+                "ack_history": F.lit(None).cast("array<string>"), "producer_id": F.lit(None).cast("long"),
+                "producer_epoch": F.lit(None).cast("int"), "base_sequence": F.lit(None).cast("int"),
+                "original_offset": F.lit(None).cast("long"), "possible": F.lit(False),
+                "deliveries": F.col("deliveries").cast("long")})
+            .select(*OUTPUT))
 
 
 def _not_consumer() -> dict:
-    return {"first_position": F.lit(None).cast("long"), "wire_only": F.lit(False)}
+    return {"first_position": F.lit(None).cast("long"), "wire_only": F.lit(False),
+            "wire_deliveries": F.lit(None).cast("long")}
+
+
+def _coverage(ranges: DataFrame, key: list[str]) -> DataFrame:
+    """Offsets covered by at least two ranges, as maximal (first_offset, last_offset, deliveries) runs: a sweep over
+    range starts (+1) and ends (-1) with a running sum, so each offset's count is exact without a range self-join."""
+    events = (ranges.select(*key, F.col("first_offset").alias("pos"), F.lit(1).alias("delta"))
+              .unionByName(ranges.select(*key, (F.col("last_offset") + 1).alias("pos"), F.lit(-1).alias("delta")))
+              .groupBy(*key, "pos").agg(F.sum("delta").alias("delta")))
+    by_pos = Window.partitionBy(*key).orderBy("pos")
+    segments = (events.withColumn("deliveries", F.sum("delta").over(by_pos.rowsBetween(Window.unboundedPreceding, 0)))
+                .withColumn("last_offset", F.lead("pos").over(by_pos) - 1)
+                .where((F.col("deliveries") >= 2) & F.col("last_offset").isNotNull())
+                .withColumnRenamed("pos", "first_offset"))
+    same = [*key, "deliveries"]
+    order = Window.partitionBy(*same).orderBy("first_offset")
+    island = F.sum(F.when(F.col("first_offset") == F.lag("last_offset").over(order) + 1, 0).otherwise(1)).over(
+        order.rowsBetween(Window.unboundedPreceding, 0))
+    return (segments.withColumn("_island", island).groupBy(*same, "_island")
+            .agg(F.min("first_offset").alias("first_offset"), F.max("last_offset").alias("last_offset"))
+            .drop("_island"))
 
 
 def share_duplicates(share: DataFrame) -> DataFrame:
-    """Re-acquisitions the broker counted (delivery count > 1), with the acks and acquisitions before them. Rows for
-    the same range are folded: deliveries is the highest delivery count seen."""
+    """Offsets acquired more than once in the capture (`deliveries` counts the acquisitions seen; `delivery_count`
+    is the broker's own highest count), with the acks between the first two acquisitions and the likely cause."""
+    key = ["group_id", "topic", "partition"]
     acquired = share.where(F.col("kind") == "acquired")
-    again = acquired.where(F.col("delivery_count") > 1).alias("a")
-    overlap = lambda o: ((F.col(f"{o}.group_id") == F.col("a.group_id")) & (F.col(f"{o}.topic") == F.col("a.topic"))  # noqa: E731
-                         & (F.col(f"{o}.partition") == F.col("a.partition")) & (F.col(f"{o}.ts") < F.col("a.ts"))
-                         & (F.col(f"{o}.first_offset") <= F.col("a.last_offset"))
-                         & (F.col(f"{o}.last_offset") >= F.col("a.first_offset")))
-    acks = share.where((F.col("kind") == "ack") & (F.col("ack_type") != "gap")).alias("k")
-    with_acks = again.join(acks, overlap("k"), "left").groupBy(
-        "a.group_id", "a.topic", "a.partition", "a.first_offset", "a.last_offset", "a.ts", "a.member_id",
-        "a.conn_id", "a.client_id", "a.delivery_count").agg(
-        F.transform(F.array_sort(F.collect_list(F.when(F.col("k.ack_type").isNotNull(),
-                                                       F.struct("k.ts", "k.ack_type")))),
-                    lambda s: F.concat(s["ack_type"], F.lit("@"),
-                                       F.date_format(s["ts"], "yyyy-MM-dd'T'HH:mm:ss.SSSSSS'Z'"))).alias("ack_history"),
-        F.max_by("k.ack_type", "k.ts").alias("last_ack"))
-    firsts = acquired.alias("f")
-    w = with_acks.alias("a").join(firsts, overlap("f"), "left").groupBy(*[F.col(f"a.{c}") for c in with_acks.columns]).agg(
-        F.min_by(F.struct(F.col("f.ts").alias("first_delivery_ts"), F.col("f.member_id").alias("first_member_id"),
-                          F.col("f.conn_id").alias("first_conn_id"), F.col("f.client_id").alias("first_client_id")),
-                 "f.ts").alias("f"))
-    cause = (F.when(F.col("last_ack") == "release", "released").when(F.col("last_ack") == "reject", "rejected")
-             .otherwise("lock_timeout"))
-    per_row = w.select(
-        "group_id", "topic", "partition", "first_offset", "last_offset", "delivery_count", "ack_history",
-        F.col("ts").alias("redelivery_ts"), F.col("member_id").alias("redelivery_member_id"),
-        F.col("conn_id").alias("redelivery_conn_id"), F.col("client_id").alias("redelivery_client_id"),
-        "f.*", cause.alias("cause"))
-    folded = per_row.groupBy("group_id", "topic", "partition", "first_offset", "last_offset").agg(
-        F.min_by(F.struct(*[c for c in per_row.columns if c not in
-                            ("group_id", "topic", "partition", "first_offset", "last_offset")]),
-                 "redelivery_ts").alias("x"),
-        F.max("delivery_count").alias("max_count")).select("*", "x.*").drop("x")
-    return folded.withColumns({
-        "kind": F.lit("share_group"), "deliveries": F.col("max_count").cast("long"),
-        "delivery_count": F.col("max_count").cast("int"),
-        "records": F.col("last_offset") - F.col("first_offset") + 1,
-        "producer_id": F.lit(None).cast("long"), "producer_epoch": F.lit(None).cast("int"),
-        "base_sequence": F.lit(None).cast("int"), "original_offset": F.lit(None).cast("long"),
-        "possible": F.lit(False), **_not_consumer()}).select(OUTPUT)
+    runs = _coverage(acquired, key).alias("r")
+
+    def overlapping(other: DataFrame, alias: str) -> DataFrame:
+        o = other.alias(alias)
+        cond = [F.col(f"r.{k}").eqNullSafe(F.col(f"{alias}.{k}")) for k in key]
+        cond += [F.col(f"{alias}.first_offset") <= F.col("r.last_offset"),
+                 F.col(f"{alias}.last_offset") >= F.col("r.first_offset")]
+        return runs.join(o, cond, "inner")
+
+    who = F.struct(F.col("a.ts").alias("ts"), F.col("a.member_id").alias("member_id"),
+                   F.col("a.conn_id").alias("conn_id"), F.col("a.client_id").alias("client_id"))
+    firsts = (overlapping(acquired, "a")
+              .groupBy(*[F.col(f"r.{c}") for c in runs.columns])
+              .agg(F.array_sort(F.collect_list(who)).alias("ds"), F.max("a.delivery_count").alias("delivery_count"))
+              .select("*", F.col("ds")[0].alias("f"), F.col("ds")[1].alias("s")).drop("ds")).alias("r")
+    runs = firsts
+    acks = share.where((F.col("kind") == "ack") & (F.col("ack_type") != "gap"))
+    history = (overlapping(acks, "k").where(F.col("k.ts") < F.col("r.s.ts"))
+               .groupBy(*[F.col(f"r.{k}") for k in key], "r.first_offset", "r.last_offset")
+               .agg(F.array_sort(F.collect_list(F.struct(F.col("k.ts").alias("ts"),
+                                                         F.col("k.ack_type").alias("ack_type")))).alias("acks")))
+    cause = F.coalesce(F.element_at("acks", -1)["ack_type"], F.lit("timeout"))
+    stamp = lambda a: F.concat(a["ack_type"], F.lit("@"), F.date_format(a["ts"], "yyyy-MM-dd'T'HH:mm:ss.SSSSSS'Z'"))  # noqa: E731
+    return (firsts.join(history, [*key, "first_offset", "last_offset"], "left")
+            .select(
+                F.lit("share_group").alias("kind"), *key, "first_offset", "last_offset",
+                (F.col("last_offset") - F.col("first_offset") + 1).alias("records"),
+                F.col("deliveries").cast("long").alias("deliveries"),
+                F.col("f.ts").alias("first_delivery_ts"), F.col("s.ts").alias("redelivery_ts"),
+                F.col("f.member_id").alias("first_member_id"), F.col("s.member_id").alias("redelivery_member_id"),
+                F.col("f.conn_id").alias("first_conn_id"), F.col("s.conn_id").alias("redelivery_conn_id"),
+                F.col("f.client_id").alias("first_client_id"), F.col("s.client_id").alias("redelivery_client_id"),
+                F.col("delivery_count").cast("int").alias("delivery_count"),
+                F.coalesce(F.transform("acks", stamp), F.array().cast("array<string>")).alias("ack_history"),
+                F.lit(None).cast("long").alias("producer_id"), F.lit(None).cast("int").alias("producer_epoch"),
+                F.lit(None).cast("int").alias("base_sequence"), F.lit(None).cast("long").alias("original_offset"),
+                F.when(cause == "release", "released").when(cause == "reject", "rejected")
+                .otherwise("lock_timeout").alias("cause"),
+                F.lit(False).alias("possible"), *[v.alias(k) for k, v in _not_consumer().items()])
+            .select(OUTPUT))
 
 
 def producer_duplicates(batches: DataFrame, records: DataFrame | None) -> DataFrame:

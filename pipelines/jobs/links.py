@@ -32,13 +32,13 @@ def fetch_links(frames: DataFrame, spans: DataFrame) -> DataFrame:
         s, (F.col("c.client_id") == F.col("s.client_id")) & (F.col("c.client_host") == F.col("s.client_host"))
         & (F.col("s.span_start") <= F.col("c.last_fetch")) & (F.col("s.span_end") >= F.col("c.first_fetch")), "left")
     agg = cand.groupBy("c.conn_id", "c.client_id", "c.client_host", "c.first_fetch", "c.last_fetch").agg(
-        F.sort_array(F.collect_set(F.concat_ws("/", "s.group_id", "s.member_id"))).alias("candidates"),
+        F.sort_array(F.collect_set(F.when(F.col("s.member_id").isNotNull(), F.concat_ws("/", "s.group_id", "s.member_id")))).alias("candidates"),
         F.collect_set("s.group_id").alias("groups"),
         F.collect_set("s.member_id").alias("members"))
     n = F.size("candidates")
     return (agg.withColumn("link", F.when(n == 0, "unlinked").when(n == 1, "linked").otherwise("ambiguous"))
-            .withColumn("group_id", F.when(F.size("groups") == 1, F.col("groups")[0]))
-            .withColumn("member_id", F.when(n == 1, F.col("members")[0]))
+            .withColumn("group_id", F.when(F.size("groups") == 1, F.get("groups", 0)))
+            .withColumn("member_id", F.when(n == 1, F.get("members", 0)))
             .drop("groups", "members"))
 
 
@@ -50,13 +50,13 @@ def link_deliveries(deliveries: DataFrame, spans: DataFrame) -> DataFrame:
         s, (F.col("d.client_id") == F.col("s.client_id")) & (F.col("d.client_host") == F.col("s.client_host"))
         & (F.col("s.span_start") <= F.col("d.ts")) & (F.col("s.span_end") >= F.col("d.ts")), "left")
     links = cand.groupBy("d.delivery_id").agg(
-        F.collect_set(F.concat_ws("/", "s.group_id", "s.member_id")).alias("candidates"),
+        F.collect_set(F.when(F.col("s.member_id").isNotNull(), F.concat_ws("/", "s.group_id", "s.member_id"))).alias("candidates"),
         F.collect_set("s.group_id").alias("groups"),
         F.collect_set("s.member_id").alias("members"))
     n = F.size("candidates")
     links = links.select(
         "delivery_id",
         F.when(n == 0, "unlinked").when(n == 1, "linked").otherwise("ambiguous").alias("link"),
-        F.when(F.size("groups") == 1, F.col("groups")[0]).alias("group_id"),
-        F.when(n == 1, F.col("members")[0]).alias("member_id"))
+        F.when(F.size("groups") == 1, F.get("groups", 0)).alias("group_id"),
+        F.when(n == 1, F.get("members", 0)).alias("member_id"))
     return deliveries.join(links, "delivery_id", "left")

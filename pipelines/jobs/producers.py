@@ -73,13 +73,14 @@ def transactions(frames: DataFrame, batches: DataFrame) -> DataFrame:
         F.max(F.when(is_end, F.col("ts"))).alias("end_ts"),
         F.max(F.when(is_end, F.col("committed").cast("int"))).alias("_committed"),
         F.max(F.when(is_end, F.col("error_name"))).alias("end_error"),
+        F.max(F.col("error_name").isin(PRODUCER_FENCING)).alias("_fenced"),
         F.sum("batches").cast("long").alias("batches"),
         F.sum("records").cast("long").alias("records"),
         F.sort_array(F.collect_set("tp")).alias("partitions"))
-    outcome = (F.when(F.col("end_ts").isNull(), "open").when(F.col("_committed") == 1, "commit").otherwise("abort"))
+    outcome = (F.when(F.col("_fenced"), "fenced").when(F.col("end_ts").isNull(), "open").when(F.col("_committed") == 1, "commit").otherwise("abort"))
     return (_producer_key(grouped, txn_ids).drop("producer_key")
             .withColumn("start_ts", F.coalesce("start_ts", "end_ts"))
-            .withColumn("outcome", outcome).drop("_committed"))
+            .withColumn("outcome", outcome).drop("_committed", "_fenced"))
 
 
 def producers(frames: DataFrame, batches: DataFrame) -> DataFrame:

@@ -50,7 +50,7 @@ def summary(frames: DataFrame, batches: DataFrame, anomalies: DataFrame, tables:
     if "sessions/transactions" in tables:
         outcomes = {r["outcome"]: r["n"] for r in
                     tables["sessions/transactions"].groupBy("outcome").agg(F.count(F.lit(1)).alias("n")).collect()}
-        out["transactions"] = {k: outcomes.get(k, 0) for k in ["commit", "abort", "open"]}
+        out["transactions"] = {k: outcomes.get(k, 0) for k in ["commit", "abort", "fenced", "open"]}
     if "fenced_epochs" in tables:
         rows = tables["fenced_epochs"].groupBy("kind", "inferred").agg(F.count(F.lit(1)).alias("n")).collect()
         out["fenced_epochs"] = sum(r["n"] for r in rows)

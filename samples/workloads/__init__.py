@@ -8,4 +8,5 @@ NAMES = (
     "share_group",
     "consumer_group_848",
     "day_in_the_life",
+    "synthetic_read_committed",
 )

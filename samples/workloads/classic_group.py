@@ -81,9 +81,8 @@ def run(env: Env) -> None:
             m2 = _member(env, workdir, "kt-member-2", t0_wall, stall_after=1, max_poll_records=10)
             members.append(m2)
             truth.event(m2.client_id, "started")
-            time.sleep(1)
-            produce(40)
-            m2.wait_stalled()  # kt-member-2 freezes itself once it holds records it has not committed
+            # kt-member-2 freezes itself once it holds records it has not committed
+            m2.wait_stalled(60, lambda: produce(8))
             truth.event(m2.client_id, "stalled_by_sigstop")
             time.sleep(TANSU_SESSION_TIMEOUT_MS / 1000 + 6)  # session expires, the group rebalances without it
             produce(20)

@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import random
 import time
+from importlib import metadata
 
 import confluent_kafka
 import kafka
 
 from samples.truth import Truth
 
-CONFLUENT = f"confluent-kafka {confluent_kafka.version()[0]} (librdkafka {confluent_kafka.libversion()[0]})"
+CONFLUENT = f"confluent-kafka {metadata.version('confluent-kafka')} (librdkafka {confluent_kafka.libversion()[0]})"
 KAFKA_PYTHON = f"kafka-python {kafka.__version__}"
 TANSU_SESSION_TIMEOUT_MS = 6000  # Tansu answers JoinGroup after about half of it: keep it short
 

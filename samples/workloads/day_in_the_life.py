@@ -257,11 +257,11 @@ def run(env: Env) -> None:
     threads = [
         day.guard("share", _share_members, day, mock.bootstrap, shares),
         day.guard("p-lz4", _confluent_producer, day, "kt-day-producer-lz4", tansu.bootstrap,
-                  {"day-orders": 3}, "lz4", 15, 1),
+                  {"day-orders": 3}, "lz4", 8, 1),
         day.guard("p-zstd", _confluent_producer, day, "kt-day-producer-zstd", tansu.bootstrap,
-                  {"day-orders": 3}, "zstd", 10, 2),
+                  {"day-orders": 3}, "zstd", 6, 2),
         day.guard("p-mock", _confluent_producer, day, "kt-day-mock-producer", mock.bootstrap,
-                  MOCK_TOPICS, "snappy", 12, 3),
+                  MOCK_TOPICS, "snappy", 5, 3),
         day.guard("idem", _idempotent_producer, day, tansu.bootstrap),
         day.guard("txn", _transactions, day, tansu.bootstrap),
         day.guard("classic-1", _classic_member, day, tansu.bootstrap, "kt-day-classic-1", 0.0, DURATION + 60),
@@ -288,6 +288,7 @@ def run(env: Env) -> None:
 
 
 def _record_injected_fence(env: Env, injected_wall: float) -> None:
+    t0_wall = time.time() - (time.monotonic() - env.truth.t0)
     epochs = {}
     for cid in ("kt-day-848-1", "kt-day-848-2"):
         epochs[cid], fenced = member_epochs(env.log.log_lines.get(cid, []))
@@ -296,6 +297,6 @@ def _record_injected_fence(env: Env, injected_wall: float) -> None:
             env.truth.fenced("consumer_group", "FENCED_MEMBER_EPOCH", cid, group_id="kt-day-848",
                              member_id=epochs[cid][-1]["member_id"] if epochs[cid] else None,
                              detail="heartbeat answered FENCED_MEMBER_EPOCH by error injection; the member rejoined "
-                                    "at epoch 0", t=round(hit[0] - (time.time() - (time.monotonic() - env.truth.t0)), 3))
+                                    "at epoch 0", t=round(hit[0] - t0_wall, 3))
             break
     env.truth.doc["groups"] = [{"group_id": "kt-day-848", "kind": "consumer_group", "member_epochs_by_member": epochs}]

@@ -160,11 +160,28 @@ class MemberProcess:
         self.proc = subprocess.Popen([sys.executable, "-m", "samples.workloads.member", str(spec_path)],
                                      stdout=self.log_file, stderr=subprocess.STDOUT, cwd=Path(__file__).parents[2])
 
-    def wait_stalled(self) -> None:
-        """Block until the member has frozen itself (its stall point)."""
-        _, status = os.waitpid(self.proc.pid, os.WUNTRACED)
-        if not os.WIFSTOPPED(status):
-            raise RuntimeError(f"{self.client_id} exited instead of stalling: {self.log_path.read_text()[-2000:]}")
+    def stalled(self) -> bool:
+        """Whether the member has frozen itself (its stall point); raises if it ended instead."""
+        pid, status = os.waitpid(self.proc.pid, os.WNOHANG | os.WUNTRACED)
+        if pid == 0:
+            return False
+        if os.WIFSTOPPED(status):
+            return True
+        raise RuntimeError(f"{self.client_id} ended (wait status {status}) instead of stalling: "
+                           f"{self.log_path.read_text()[-2000:]}")
+
+    def wait_stalled(self, timeout: float, feed) -> None:
+        """Call `feed()` (produce a few records) about once a second until the member stalls: it stalls only
+        once it holds records, and whether the partitions it was given still have unread ones depends on timing."""
+        deadline = time.monotonic() + timeout
+        while not self.stalled():
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{self.client_id} did not stall within {timeout} s")
+            feed()
+            for _ in range(10):
+                if self.stalled():
+                    return
+                time.sleep(0.1)
 
     def resume(self) -> None:
         self.proc.send_signal(signal.SIGCONT)

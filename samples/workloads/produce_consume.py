@@ -9,12 +9,14 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaConsumer, TopicPartition
 
 from samples.make import Env, Spec
-from samples.workloads.common import CONFLUENT, KAFKA_PYTHON, TANSU_SESSION_TIMEOUT_MS, delivery_recorder, payload, until
+from samples.workloads.common import (CONFLUENT, KAFKA_PYTHON, TANSU_SESSION_TIMEOUT_MS, delivery_recorder, payload,
+                                      until)
 
 SPEC = Spec(
     name="produce_consume",
     description="Tansu: 5 confluent-kafka producers (compression none, gzip, snappy, lz4, zstd) write 3 topics; "
-                "a confluent-kafka classic-group consumer reads two of them, a kafka-python assign() consumer the third.",
+                "a confluent-kafka classic-group consumer reads two of them, a kafka-python assign() consumer the "
+                "third.",
     tansu_port=19010,
 )
 TOPICS = {"orders": 3, "payments": 2, "events": 1}

@@ -17,15 +17,23 @@ SPEC = Spec(
     name="share_group",
     description="librdkafka mock: share consumers kt-share-1..3 (group kt-share, explicit acknowledgement) read "
                 "topic `tasks` (1 partition) together; every 5th record is released once (every 10th twice), "
-                "every 7th rejected, the rest accepted; kt-share-3 commits its acks with ShareAcknowledge.",
+                "every 7th rejected, every 30th (from 3) released on every delivery until the delivery limit (4) "
+                "archives it, the rest accepted; kt-share-3 commits its acks with ShareAcknowledge.",
     mock_brokers=1,
 )
 TOPIC, GROUP, RECORDS = "tasks", "kt-share", 120
+MAX_DELIVERY_ATTEMPTS = 4  # group.share.delivery.count.limit of the mock group
 ACK_NAMES = {AcknowledgeType.ACCEPT: "accept", AcknowledgeType.RELEASE: "release", AcknowledgeType.REJECT: "reject"}
 
 
+def is_poison(index: int) -> bool:
+    return index % 30 == 3
+
+
 def ack_for(index: int, delivery_count: int) -> AcknowledgeType:
-    """The scripted fate of record `index` on its n-th delivery."""
+    """The scripted fate of record `index` on its n-th delivery (poison records are released every time)."""
+    if is_poison(index):
+        return AcknowledgeType.RELEASE
     if index % 7 == 0:
         return AcknowledgeType.REJECT
     if index % 10 == 0 and delivery_count <= 2:
@@ -38,7 +46,8 @@ def ack_for(index: int, delivery_count: int) -> AcknowledgeType:
 def run(env: Env) -> None:
     truth, log, mock = env.truth, env.log, env.mock
     mock.create_topic(TOPIC, 1)
-    mock.set_share_group(max_delivery_attempts=5, heartbeat_interval_ms=1000, session_timeout_ms=10000)
+    mock.set_share_group(max_delivery_attempts=MAX_DELIVERY_ATTEMPTS, heartbeat_interval_ms=1000,
+                         session_timeout_ms=10000)
     truth.topic(TOPIC, 1)
     rng = random.Random(6)
 
@@ -80,6 +89,7 @@ def run(env: Env) -> None:
     truth.event(pid, "produced", records=RECORDS)
 
     finished: set[int] = set()
+    archived: list[dict] = []
     for _round in range(300):
         if len(finished) >= RECORDS:
             break
@@ -94,10 +104,23 @@ def run(env: Env) -> None:
                 truth.share_delivery(cid, GROUP, msg.topic(), msg.partition(), msg.offset(), count, ACK_NAMES[ack])
                 if ack != AcknowledgeType.RELEASE:
                     finished.add(index)
+                elif count >= MAX_DELIVERY_ATTEMPTS:  # the broker archives it: it is never delivered again
+                    finished.add(index)
+                    archived.append({"topic": msg.topic(), "partition": msg.partition(), "offset": msg.offset(),
+                                     "delivery_count": count})
             if cid == "kt-share-3":
                 c.commit_sync(10)
     for cid, c in consumers:
         c.close()
         truth.event(cid, "closed")
     if len(finished) < RECORDS:
-        raise RuntimeError(f"only {len(finished)} of {RECORDS} records were accepted or rejected")
+        raise RuntimeError(f"only {len(finished)} of {RECORDS} records were accepted, rejected or archived")
+    redelivered = [d for d in truth.doc["share_deliveries"]
+                   if any(a["offset"] == d["offset"] for a in archived) and d["delivery_count"] > MAX_DELIVERY_ATTEMPTS]
+    if redelivered:
+        raise RuntimeError(f"records delivered beyond the delivery limit: {redelivered}")
+    truth.doc["share_archived"] = archived
+    truth.note(f"Share group delivery limit {MAX_DELIVERY_ATTEMPTS} "
+               "(rd_kafka_mock_sharegroup_set_max_delivery_attempts):"
+               " records released on their last allowed delivery are archived by the broker and never delivered again"
+               " (`share_archived`).")

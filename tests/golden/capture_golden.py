@@ -2,7 +2,7 @@
 
     python tests/golden/capture_golden.py          # rewrites the tests/golden/*.hex files
 
-The proxy listens on 127.0.0.1:39000 and forwards to Tansu on 127.0.0.1:39001 (advertised as the proxy, so every
+The proxy listens on 127.0.0.1:39470 and forwards to Tansu on 127.0.0.1:39471 (advertised as the proxy, so every
 connection goes through it), splitting each direction at the 4-byte length prefix. `session()` is also used by the
 live test, which decodes every frame of a fresh session.
 """
@@ -22,8 +22,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-PROXY_PORT = 39000
-BROKER_PORT = 39001
+PROXY_PORT = 39470
+BROKER_PORT = 39471
 TOPIC = "golden-orders"
 GROUP = "golden-group"
 CLIENT_ID = "kafkatap-golden"

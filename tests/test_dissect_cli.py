@@ -1,0 +1,62 @@
+"""`kafkatap dissect` / `python -m dissect`: exit codes, outputs, and bad files among good ones."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pyarrow.parquet as pq
+import pytest
+
+from dissect.cli import main
+from dissect.schema import TABLES
+
+SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+CAPTURES = sorted(SAMPLES.glob("*.pcapng"))
+
+
+def port_of(capture: Path) -> str:
+    truth = json.loads(capture.with_name(capture.name.replace(".pcapng", ".truth.json")).read_text())
+    return str(truth["broker_ports"][0])
+
+
+def test_usage_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    assert main([str(tmp_path / "missing.pcap"), "-o", str(tmp_path / "out")]) == 2
+    assert "no such file" in capsys.readouterr().err
+    assert main([]) == 2
+    assert main(["x.pcap"]) == 2  # no -o
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.skipif(not CAPTURES, reason="no samples yet")
+def test_a_non_capture_file_is_an_anomaly_and_the_others_are_dissected(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture) -> None:
+    junk = tmp_path / "notes.txt"
+    junk.write_text("not a capture\n")
+    out = tmp_path / "out"
+    assert main([str(junk), str(CAPTURES[0]), "-o", str(out), "--port", port_of(CAPTURES[0]), "--records"]) == 0
+    assert "notes.txt" in capsys.readouterr().err
+    anomalies = pq.read_table(out / "anomalies").to_pylist()
+    assert [a["capture_file"] for a in anomalies if a["kind"] == "bad_capture_file"] == [str(junk)]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["rows"]["frames"] > 0 and summary["warnings"]
+    for table in TABLES:
+        assert (out / table / "part-00000.parquet").exists()
+
+
+@pytest.mark.skipif(not CAPTURES, reason="no samples yet")
+def test_python_m_dissect_writes_tables_duckdb_reads(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    run = subprocess.run([sys.executable, "-m", "dissect", *map(str, CAPTURES), "-o", str(out),
+                          *sum((["--port", port_of(c)] for c in CAPTURES), [])],
+                         capture_output=True, text=True, cwd=SAMPLES.parent)
+    assert run.returncode == 0, run.stderr
+    assert "kafkatap dissect" in run.stderr  # the summary table
+    assert not (out / "records").exists()  # only with --records
+    n = duckdb.sql(f"select count(*) from '{out}/frames/*.parquet'").fetchall()[0][0]
+    assert n == json.loads((out / "summary.json").read_text())["rows"]["frames"] > 0
+    empty_ok = duckdb.sql(f"select count(*) from '{out}/share/*.parquet'").fetchall()[0][0]
+    assert empty_ok >= 0

@@ -1,0 +1,38 @@
+"""throughput tables on hand-made frames."""
+
+from __future__ import annotations
+
+import pytest
+
+from dissect.schema import BATCHES, FRAMES
+from pipelines import schema
+from pipelines.jobs import throughput
+from pipelines.storage import conform
+from pipelines.testing import assert_frames_equal, batch, frame, rows, t, table
+
+pytestmark = pytest.mark.spark
+
+
+def test_data_per_window_skips_control_batches(spark):
+    batches = [batch("produce", 0.1, "t", 0, 0, 9, batch_bytes=200), batch("produce", 0.9, "t", 0, 0, 4),
+               batch("produce", 0.5, "t", 0, 0, 0, is_control=True), batch("produce", 1.2, "t", 0, 0, 1)]
+    got = conform(throughput.data(table(spark, BATCHES, batches), "1 seconds"), schema.THROUGHPUT_DATA)
+    common = dict(direction="produce", topic="t", partition=0, client_id="app", broker_addr="10.0.0.9:9092")
+    assert_frames_equal(got, table(spark, schema.THROUGHPUT_DATA, [
+        dict(window_start=t(0), window_end=t(1), batches=2, records=15, bytes=300, **common),
+        dict(window_start=t(1), window_end=t(2), batches=1, records=2, bytes=100, **common)]))
+
+
+def test_requests_latency_and_errors(spark):
+    frames = [frame(1, "Fetch", 0.1 * i, latency_s=0.001 * (i + 1)) for i in range(10)]
+    frames[3]["error_code"], frames[3]["error_name"] = 6, "NOT_LEADER_OR_FOLLOWER"
+    (r,) = rows(conform(throughput.requests(table(spark, FRAMES, frames), "1 seconds"), schema.THROUGHPUT_REQUESTS))
+    assert (r["requests"], r["errors"], r["error_rate"], r["latency_p50_us"], r["latency_p99_us"],
+            r["latency_max_us"]) == (10, 1, 0.1, 5000, 10000, 10000)
+
+
+def test_lag_from_high_watermarks(spark):
+    batches = [batch("fetch", 0.2, "t", 0, 0, 9, high_watermark=100),
+               batch("fetch", 0.4, "t", 0, 10, 19, high_watermark=120)]
+    (r,) = rows(conform(throughput.lag(table(spark, BATCHES, batches), "1 seconds"), schema.THROUGHPUT_LAG))
+    assert (r["high_watermark"], r["next_offset"], r["lag"]) == (120, 20, 100)
