@@ -40,8 +40,10 @@ def parser() -> argparse.ArgumentParser:
                    help="keep only the last K files (default: keep every file)")
     p.add_argument("--snaplen", type=int, default=0, metavar="B", help="bytes kept per packet (default: whole; a cut packet cuts Kafka messages)")
     p.add_argument("--engine", choices=ENGINES, help="capture engine (default: dumpcap, else tcpdump, else scapy)")
-    p.add_argument("--dissect", metavar="OUT", help="also dissect the run's files into Parquet under OUT (the same output as "
-                        "`kafkatap dissect` over them, files the ring deleted included)")
+    p.add_argument("--dissect", metavar="OUT",
+                   help="also dissect into Parquet under OUT as the capture goes: each file once closed, OUT readable "
+                        "while it runs, and at the end the same output as `kafkatap dissect` over the run's files "
+                        "(files the ring deleted included)")
     p.add_argument("--records", action="store_true", help="with --dissect: also write one row per record")
     p.add_argument("--payloads", action="store_true", help="with --dissect --records: keep keys and values")
     p.add_argument("--bootstrap", metavar="HOST:PORT", action="append", default=[],
@@ -179,8 +181,9 @@ def _dissector(args: argparse.Namespace, ports: list[int]):
     if os.path.exists(out) and os.listdir(out):
         raise CaptureError(f"--dissect {out} is not empty: choose a new directory for the Parquet output", 2)
 
-    def dissect(paths) -> dict:
-        return dissect_captures(paths, out, ports=ports, records=args.records, payloads=args.payloads)
+    def dissect(paths, on_progress) -> dict:
+        return dissect_captures(paths, out, ports=ports, records=args.records, payloads=args.payloads, ordered=True,
+                                on_progress=on_progress)
 
     return dissect
 
@@ -253,8 +256,8 @@ def dissect_lines(outcome: Outcome, out: str) -> list[str]:
     lines = [f"dissect: {out}", f"  packets read: {s.get('packets')}"]
     lines += [f"  {table} rows: {n}" for table, n in s.get("rows", {}).items()]
     lines += [f"  {api} messages: {n}" for api, n in s.get("messages_by_api", {}).items()]
-    when = "during the capture" if outcome.parquet_before_end else "after the capture stopped"
-    lines.append(f"  Parquet written {when}")
+    if outcome.parquet_before_end:
+        lines.append(f"  Parquet files readable before the capture stopped: {outcome.parquet_before_end}")
     if outcome.rotated_away:
         lines.append(f"  includes {len(outcome.rotated_away) - len(outcome.unreadable)} files the ring has since "
                      "deleted")

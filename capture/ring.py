@@ -3,11 +3,11 @@
 dumpcap (and the scapy fallback) print a file's name on stdout when they close it; tcpdump says nothing, so its
 directory is polled: when a newer file appears, the previous one is closed. tcpdump's own ring (-W) rewrites old
 names in place, so for tcpdump the ring is kept here: `keep` closed files, the oldest deleted first. Closed files are handed out, in order,
-by `closed_paths()`, a blocking iterator the dissector consumes while the capture goes on.
+by `closed_paths()`, a blocking iterator the dissector consumes while the capture goes on, one file at a time.
 
 A ring of K files deletes the oldest file when it opens a new one. With a `hold_dir` each file gets a hard link
 there as soon as it appears, so a dissector that reads later still finds every file of the run (under the same
-name); release() removes the links. The held files cost disk space until then.
+name). A held file costs disk space until the dissector is done with it (it asks for the next one) or release().
 """
 
 from __future__ import annotations
@@ -107,7 +107,8 @@ class Ring:
         return [f.path for f in self.files if not os.path.exists(f.path)]
 
     def closed_paths(self) -> Iterator[str]:
-        """Yield each complete file in write order, waiting for the engine; ends after finish()."""
+        """Yield each complete file in write order, waiting for the engine; ends after finish(). Asking for the next
+        file says the consumer is done with this one: its hold is let go (the ring may have deleted the file)."""
         index = 0
         while True:
             with self._cond:
@@ -120,21 +121,27 @@ class Ring:
             path = f.held or f.path  # the link: the consumer may open it long after the ring deleted the file
             if os.path.exists(path):
                 yield path
+            if f.held is not None:
+                _unlink(f.held)  # f.held stays set: the file was read, whatever happens to it now
 
     def release(self) -> None:
         """Remove the held links (the dissector is done with them)."""
         for f in self.files:
             if f.held is not None:
-                try:
-                    os.unlink(f.held)
-                except FileNotFoundError:
-                    pass
+                _unlink(f.held)
                 f.held = None
         if self.hold_dir is not None:
             try:
                 os.rmdir(self.hold_dir)
             except OSError:
                 pass
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
 
 
 def _size(f: RingFile) -> int:

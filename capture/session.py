@@ -25,7 +25,8 @@ GRACE = 15.0  # seconds the engine gets to flush and exit after SIGINT before it
 DROPS_EVERY = 2.0  # tcpdump prints its drop counts on SIGUSR1; ask this often
 LOW_SPACE = 64 * 1024  # below this many free bytes the disk counts as full: tcpdump ignores ENOSPC and goes on
 
-Dissect = Callable[[Iterable[str]], dict]
+OnProgress = Callable[[int, int], None]  # (Kafka messages dissected, capture bytes read) so far
+Dissect = Callable[[Iterable[str], OnProgress], dict]  # the ring's files, in order, each once closed
 
 
 @dataclass
@@ -39,7 +40,7 @@ class Outcome:
     trimmed: dict[str, int] = field(default_factory=dict)  # file -> bytes cut from its end
     dissect_summary: dict | None = None
     dissect_error: str | None = None
-    parquet_before_end: int | None = None  # Parquet files the dissector had written when the engine stopped
+    parquet_before_end: int | None = None  # Parquet files the dissector had published when the engine stopped
     unreadable: list[str] = field(default_factory=list)  # files of the run gone before the dissector could hold them
 
 
@@ -63,6 +64,7 @@ class Session:
         self.stop_signal: int | None = None
         self._dissect_result: dict | None = None
         self._dissect_error: str | None = None
+        self.dissected: tuple[int, int] | None = None  # (messages, bytes) the dissector has done, once it started
 
     def _on_signal(self, signum: int, frame) -> None:
         if self.stop_signal is not None:
@@ -152,16 +154,18 @@ class Session:
             dissector.start()
         status.update(self.snapshot(elapsed))
         if dissector is not None:
-            while dissector.is_alive():
+            while dissector.is_alive():  # the files written since the dissector last caught up
                 dissector.join(TICK)
+                status.update(self.snapshot(elapsed))
         return Outcome(proc.returncode, stopped_by, elapsed, self.log, self.ring, self.ring.rotated_away(), trimmed,
                        self._dissect_result, self._dissect_error, parquet_before_end,
                        self.ring.unreadable())
 
     def snapshot(self, elapsed: float) -> Snapshot:
+        messages, dissected = self.dissected or (None, None)
         return Snapshot(self.engine, self.spec.iface, self.spec.bpf, elapsed, self.log.packets,
                         self.ring.bytes_written(), len(self.ring.files), self.ring.current or self.log.current_file,
-                        self.log.dropped, self.log.if_dropped)
+                        self.log.dropped, self.log.if_dropped, messages, dissected)
 
     def _read_stderr(self, proc: subprocess.Popen) -> None:
         decoder = codecs.getincrementaldecoder("utf-8")("replace")  # a chunk may end inside a character
@@ -176,9 +180,13 @@ class Session:
 
     def _dissect(self) -> None:
         try:
-            self._dissect_result = self.dissect(self.ring.closed_paths())
+            self.dissected = (0, 0)
+            self._dissect_result = self.dissect(self.ring.closed_paths(), self._on_dissect_progress)
         except Exception as exc:  # reported in the summary, never lost: the capture files are intact
             self._dissect_error = f"{type(exc).__name__}: {exc}"
+
+    def _on_dissect_progress(self, messages: int, nbytes: int) -> None:
+        self.dissected = (messages, nbytes)  # one assignment: the status thread reads a consistent pair
 
     def _trim(self) -> dict[str, int]:
         """After an abnormal exit, cut any half-written packet from the end of this run's files."""

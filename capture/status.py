@@ -22,6 +22,8 @@ class Snapshot:
     current_file: str | None = None
     dropped: int | None = None
     if_dropped: int | None = None
+    messages: int | None = None  # Kafka messages dissected so far (None: not dissecting)
+    dissected: int | None = None  # capture bytes the dissector has read
 
 
 def human_bytes(n: int) -> str:
@@ -44,6 +46,8 @@ def rows(s: Snapshot) -> list[tuple[str, str]]:
            ("packets", str(s.packets)), ("written", human_bytes(s.bytes_written)), ("files", str(s.files)),
            ("drops", _drops(s))]
     out.append(("current file", os.path.basename(s.current_file) if s.current_file else "-"))
+    if s.messages is not None:
+        out += [("kafka messages", f"{s.messages:,}"), ("dissected", human_bytes(s.dissected or 0))]
     return out
 
 

@@ -13,7 +13,6 @@ from dissect import share
 from dissect.extract import RESPONSE_FIELDS, dumps, error_code, top_level
 from dissect.protocol import api_name, error_name
 from dissect.reassembly import Where
-from dissect.records.compression import CODECS
 from dissect.state import DIRECTIONS, ConnState, Request, Response
 from dissect.topics import TopicNames
 from dissect.writer import Output
@@ -42,40 +41,54 @@ class Rows:
         the pair: a Produce's batches (they carry the offsets the response assigned) and share acknowledgements."""
         name = api_name(req.api_key) or "unknown"
         self.messages[name] = self.messages.get(name, 0) + 1
-        rbody = resp.body if resp is not None else None
+        qbody = req.body
+        if resp is None:
+            rbody = rfound = resp_ts = latency = resp_size = resp_error = None
+        else:
+            rbody, rfound, resp_ts, resp_size, resp_error = resp.body, resp.found, resp.ts, resp.size, resp.error
+            latency = resp_ts - req.ts
         if req.produce is not None:
-            results = bt.produce_results(rbody)
-            for topic, topic_id, partition, batches in req.produce:
-                err, assigned = results.get((topic_id if topic_id is not None else topic, partition), (None, None))
-                for batch in batches:
-                    self.batch(st, req, req.ts, "produce", None, None, topic, topic_id, partition, batch, None,
-                               None, assigned, err, problem)
-        if req.body is not None and req.api_key in (share.SHARE_FETCH, share.SHARE_ACKNOWLEDGE):
+            self.produce_batches(st, req, rbody, problem)
+        if qbody is not None and req.api_key in SHARE_APIS:
             self.acks(st, req, rbody)
-        errors = [e for e in (req.error, resp.error if resp is not None else None) if e]
-        if errors:
+        errors = None
+        if req.error or resp_error:
             status = "decode_error"
+            errors = "; ".join(e for e in (req.error, resp_error) if e)
         elif not req.known:
             status = "unknown_api"
         elif unpaired:
             status = "unpaired_request"
         else:
             status = "ok"
-        qf = req.found.fields if req.found is not None else {}
-        rf = top_level(rbody, RESPONSE_FIELDS) if rbody is not None else {}
-        topics = self.topic_list(req.found, resp.found if resp is not None else None)
-        code = error_code(rbody, resp.found) if rbody is not None else None
-        request_json = dumps(req.body) if req.body is not None else None
-        response_json = dumps(rbody) if rbody is not None else None
         self.statuses[status] = self.statuses.get(status, 0) + 1
+        qfound = req.found
+        qf = qfound.fields if qfound is not None else _EMPTY
+        request_json = dumps(qbody) if qbody is not None else None
+        if rbody is None:
+            rf = _EMPTY
+            code = error = response_json = None
+        else:
+            rf = top_level(rbody, RESPONSE_FIELDS)
+            code = error_code(rbody, rfound)
+            error = error_name(code) if code is not None else None
+            response_json = dumps(rbody)
         self.frames.add((
-            st.conn_id, st.client_addr, st.broker_addr, req.ts, resp.ts if resp is not None else None,
-            resp.ts - req.ts if resp is not None else None, req.api_key, name, req.api_version, req.correlation_id,
-            req.client_id, req.size, resp.size if resp is not None else None, code,
-            error_name(code) if code is not None else None, status,
+            st.conn_id, st.client_addr, st.broker_addr, req.ts, resp_ts, latency, req.api_key, name, req.api_version,
+            req.correlation_id, req.client_id, req.size, resp_size, code, error, status,
         ) + (_entities(qf, rf) if qf or len(rf) > ("throttle_time_ms" in rf) + ("error_code" in rf) else _NONE) + (
-            topics, rf.get("throttle_time_ms"), "; ".join(errors) or None, request_json, response_json,
+            self.topic_list(qfound, rfound), rf.get("throttle_time_ms"), errors, request_json, response_json,
         ), len(request_json or "") + len(response_json or ""))
+
+    def produce_batches(self, st: ConnState, req: Request, rbody: dict | None, problem: Problem) -> None:
+        """batches/ rows of a Produce request, with the error and base offset its response assigned."""
+        results = bt.produce_results(rbody)
+        head = (st.conn_id, st.client_addr, st.broker_addr, req.correlation_id, req.api_version, "produce", req.ts,
+                req.client_id, None, None)
+        for topic, topic_id, partition, batches in req.produce:
+            err, assigned = results.get((topic_id if topic_id is not None else topic, partition), (None, None))
+            self.batches.extend(bt.batch_rows(head + (topic, topic_id, partition), batches,
+                                              (None, None, assigned, err), problem))
 
     def response_only(self, st: ConnState, ts: int, size: int, correlation_id: int) -> None:
         """A response whose request the capture does not hold: its api is unknown, so it stays undecoded."""
@@ -92,27 +105,11 @@ class Rows:
         for found in (qfound, rfound):
             if found is None:
                 continue
-            for name in found.topics:
-                out[name] = None
+            if found.topics:
+                out.update(dict.fromkeys(found.topics))
             for topic_id in found.topic_ids:
                 out[self.topics.resolve(topic_id, "frames")] = None
         return list(out) if out else None
-
-    def batch(self, st: ConnState, req: Request, ts: int, direction: str, group_id: str | None,
-              member_id: str | None, topic: str | None, topic_id: str | None, partition: int, batch: Any,
-              fetch_offset: int | None, hwm: int | None, assigned: int | None, err: int | None,
-              problem: Problem) -> None:
-        attributes = batch.attributes
-        self.batches.add((
-            st.conn_id, st.client_addr, st.broker_addr, req.correlation_id, req.api_version, direction, ts,
-            req.client_id, group_id, member_id, topic, topic_id, partition, batch.magic, batch.base_offset,
-            batch.last_offset, batch.record_count, batch.producer_id, batch.producer_epoch, batch.base_sequence,
-            bool(attributes & 0x10), bool(attributes & 0x20),
-            bt.control_type(batch, problem) if attributes & 0x20 else None,
-            CODECS[attributes & 7] if attributes & 7 < 5 else batch.compression, batch.size,
-            bt.ms_to_us(batch.first_timestamp), bt.ms_to_us(batch.max_timestamp), batch.crc_ok, fetch_offset, hwm,
-            assigned, err,
-        ))
 
     def record_rows(self, batches: list, head: tuple, topic: str | None, partition: int, problem: Problem) -> None:
         if self.records is None:
@@ -154,6 +151,8 @@ class Rows:
 
 
 _NONE = (None,) * 11
+_EMPTY: dict = {}
+SHARE_APIS = (share.SHARE_FETCH, share.SHARE_ACKNOWLEDGE)
 
 
 def _entities(qf: dict, rf: dict) -> tuple:

@@ -5,6 +5,11 @@ layer is numpy and cheap) but follows only the connections whose key hashes to i
 table (OUT/<table>/part-0000k.parquet). Kafka pairs within a connection, so nothing crosses workers except topic
 names, merged at the end. It pays off on captures of many small messages (the per-message Python work dominates)
 when cores are free; on bulk traffic the packet layer dominates and every worker repeats it, so one is the default.
+
+A streamed run (ordered=True, what `kafkatap capture --dissect` does) takes the files one at a time as a live
+capture closes them and dissects each at once. Every few seconds, at a file boundary, it closes the tables' files
+written so far (part-00000, part-00001, ...) so OUT can be read while the capture goes on; the tables' content at the
+end is the same as a run over the whole list.
 """
 
 from __future__ import annotations
@@ -12,40 +17,65 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor, wait
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
 from dissect import summary as summary_mod
 from dissect.schema import TABLES
 from dissect.sink import Sink
 from dissect.streams import run_streams
+from dissect.topics import TOPIC_COLUMNS, TopicNames
 from dissect.writer import Output, clear, part_name
+
+PUBLISH_EVERY = 5.0
+"""Seconds between two publications of a streamed run's Parquet: fresh enough to follow a capture, and few
+enough files that a day-long capture does not drown its readers in small files."""
 
 _progress_counter: Any = None  # shared input-byte counter of worker 0, when a progress bar is shown
 
+OnProgress = Callable[[int, int], None]
 
-def dissect_captures(paths: list[str], out_dir: str, *, ports: Iterable[int] = (9092,), records: bool = False,
-                     payloads: bool = False, progress: bool = False, workers: int = 1) -> dict:
-    """Dissect the capture files (one capture, in time order) into out_dir; returns the summary.json content.
+
+def dissect_captures(paths: Iterable[str], out_dir: str, *, ports: Iterable[int] = (9092,), records: bool = False,
+                     payloads: bool = False, progress: bool = False, workers: int = 1, ordered: bool = False,
+                     publish_every: float = PUBLISH_EVERY, on_progress: OnProgress | None = None) -> dict:
+    """Dissect the capture files (one capture) into out_dir; returns the summary.json content.
 
     Tables: frames/, batches/, share/, anomalies/, and records/ with records=True (key/value bytes only with
     payloads=True). Problems in the input never raise: they become anomaly rows. workers: processes to split the
-    connections over (1: in-process).
+    connections over (1: in-process). The files are read in order of their first packet, unless ordered=True:
+    then they are taken as already in time order and consumed lazily (a live ring yields each file once closed),
+    each dissected as it comes, and the Parquet written so far is published (closed and named) at the first file
+    boundary every publish_every seconds. on_progress(messages, nbytes) is called as the run goes with the Kafka
+    messages dissected and the capture bytes read so far. Streamed runs and on_progress need workers=1.
     """
-    paths = [str(p) for p in paths]
+    if (ordered or on_progress is not None) and workers > 1:
+        raise ValueError("a streamed run (ordered=True) and on_progress need workers=1")
     out = Path(out_dir)
     tables = {name: schema for name, schema in TABLES.items() if records or name != "records"}
     out.mkdir(parents=True, exist_ok=True)
     clear(out, tables)
-    total = sum(os.path.getsize(p) for p in paths if os.path.isfile(p))
+    seen: list[str] = []  # the files, as they come
+    if ordered:
+        total = None
+        files: Iterable[str] = _noting(paths, seen)
+    else:
+        seen += [str(p) for p in paths]
+        total = sum(os.path.getsize(p) for p in seen if os.path.isfile(p))
+        files = seen
     n = max(1, workers)
-    args = (paths, str(out), sorted(set(ports)), records, payloads)
+    args = (files, str(out), sorted(set(ports)), records, payloads)
     with _progress_bar(total, progress) as bar:
         if n == 1:
-            parts = [_dissect_part(*args, 0, 1, bar)]
+            parts = [_dissect_part(*args, 0, 1, bar, ordered, publish_every, on_progress)]
         else:
             parts = _run_workers(args, n, bar)
     names: dict[str, str] = {}
@@ -53,29 +83,90 @@ def dissect_captures(paths: list[str], out_dir: str, *, ports: Iterable[int] = (
         names.update(part["names"])
     late: dict[str, int] = {}
     for k, part in enumerate(parts):
-        for table, count in part["topics"].rewrite(out, part_name(k), names).items():
+        fixed = _name_topics(out, part["topics"], names) if ordered else \
+            part["topics"].rewrite(out, part_name(k), names)
+        for table, count in fixed.items():
             late[table] = late.get(table, 0) + count
-    result = summary_mod.build(paths, parts, late)
+    result = summary_mod.build(seen, parts, late)
     with open(out / "summary.json", "w") as f:
         json.dump(result, f, indent=1)
     return result
 
 
-def _dissect_part(paths: list[str], out_dir: str, ports: list[int], records: bool, payloads: bool, part: int,
-                  parts: int, progress: Callable[[int], None] | None = None) -> dict:
+def _dissect_part(paths: Iterable[str], out_dir: str, ports: list[int], records: bool, payloads: bool, part: int,
+                  parts: int, progress: Callable[[int], None] | None = None, ordered: bool = False,
+                  publish_every: float = PUBLISH_EVERY, on_progress: OnProgress | None = None) -> dict:
     """One worker: the connections hashing to `part`; returns what the summary and the topic rewrite need."""
     tables = {name: schema for name, schema in TABLES.items() if records or name != "records"}
     out = Output(out_dir, tables, part)
     sink = Sink(out, set(ports), records=records, payloads=payloads, part=(part, parts))
     if progress is None and part == 0 and _progress_counter is not None:
         progress = _count_progress
+    if on_progress is not None:
+        progress = _reporting(sink, on_progress, progress)
+    if ordered:
+        paths = _publishing(paths, out, publish_every)
     try:
-        stats = run_streams(paths, sink, progress=progress)
+        stats = run_streams(paths, sink, progress=progress, ordered=ordered)
     finally:
         rows = out.close()
     return {"stats": stats, "rows": rows, "out_of_range": out.out_of_range(), "connections": sink.connections,
             "messages": sink.rows.messages, "statuses": sink.rows.statuses, "anomalies": sink.rows.anomaly_counts,
             "streams": sink.streams, "warnings": sink.warnings, "names": sink.topics.names, "topics": sink.topics}
+
+
+def _noting(paths: Iterable[str], seen: list[str]) -> Iterator[str]:
+    for path in paths:
+        seen.append(str(path))
+        yield str(path)
+
+
+def _publishing(paths: Iterable[str], out: Output, every: float) -> Iterator[str]:
+    """The files, passed on; when the dissector asks for the next one (it has read the last to its end) and
+    `every` seconds have passed, the tables' rows so far are published before it waits for that file."""
+    part, last = 0, time.monotonic()
+    for path in paths:
+        yield path
+        if time.monotonic() - last >= every:
+            part += 1
+            out.roll(part)
+            last = time.monotonic()
+
+
+def _reporting(sink: Sink, on_progress: OnProgress, progress: Callable[[int], None] | None) -> Callable[[int], None]:
+    """A run_streams progress callback that also tells on_progress the messages and bytes so far."""
+    done = 0
+
+    def report(n: int) -> None:
+        nonlocal done
+        done += n
+        if progress is not None:
+            progress(n)
+        on_progress(sum(sink.rows.messages.values()), done)
+
+    return report
+
+
+def _name_topics(out: Path, topics: TopicNames, names: dict[str, str]) -> dict[str, int]:
+    """The topic rewrite of a streamed run, whose tables have many files: only the files holding an id that was
+    named after it was written are rewritten (a row can be written well after its id was looked up, so the files
+    are checked rather than guessed from when each was written)."""
+    fixed = {}
+    for table, column in TOPIC_COLUMNS.items():
+        ids = {i for i in topics.unresolved.get(table, ()) if i in names}
+        if not ids:
+            continue
+        value_set = pa.array(sorted(ids))
+        for path in sorted((out / table).glob("part-*.parquet")):
+            col = pq.read_table(path, columns=[column]).column(0)
+            if pa.types.is_list(col.type):
+                col = pc.list_flatten(col)
+            if pc.any(pc.is_in(col, value_set=value_set)).as_py():
+                one = TopicNames()
+                one.unresolved = {table: ids}
+                one.rewrite(out, path.name, names)
+        fixed[table] = len(ids)
+    return fixed
 
 
 def _count_progress(n: int) -> None:
@@ -104,7 +195,7 @@ def _run_workers(args: tuple, n: int, bar: Callable[[int], None] | None) -> list
 
 
 @contextmanager
-def _progress_bar(total: int, enabled: bool) -> Iterator[Callable[[int], None] | None]:
+def _progress_bar(total: int | None, enabled: bool) -> Iterator[Callable[[int], None] | None]:
     """A rich progress bar over input bytes (on stderr), or nothing."""
     if not enabled:
         yield None

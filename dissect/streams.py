@@ -10,8 +10,8 @@ Every frame that does not reach the reassembler is counted by reason in `PacketS
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 
@@ -65,13 +65,16 @@ def first_ts_us(path: str) -> int | None:
         reader.close()
 
 
-def run_streams(paths: list[str], sink: StreamSink, *, progress: Callable[[int], None] | None = None,
-                chunk_size: int = CHUNK_SIZE, **limits: int) -> PacketStats:
+def run_streams(paths: Iterable[str], sink: StreamSink, *, progress: Callable[[int], None] | None = None,
+                ordered: bool = False, chunk_size: int = CHUNK_SIZE, **limits: int) -> PacketStats:
     """Reassemble every TCP connection of the capture files (one capture, in order of their first packet).
 
+    ordered=True: the files come already in time order, possibly one at a time from a live capture's ring, so
+    each is read as soon as the iterable yields it (connections carry on across files) and the iterable is asked
+    for the next one only after the previous file has been read to its end.
     progress(n) is called after each chunk with the number of file bytes consumed since the previous call.
     limits are passed to the Reassembler (max_buffer, max_total, idle_timeout_us, linger_us)."""
-    return _Driver(sink, progress, chunk_size, limits).run(paths)
+    return _Driver(sink, progress, chunk_size, limits).run(paths, ordered)
 
 
 class _Driver:
@@ -98,19 +101,14 @@ class _Driver:
         if nbytes:
             self.stats.skipped_bytes[reason] = self.stats.skipped_bytes.get(reason, 0) + nbytes
 
-    def run(self, paths: list[str]) -> PacketStats:
-        order = []
-        for n, path in enumerate(paths):
+    def run(self, paths: Iterable[str], ordered: bool) -> PacketStats:
+        for path in paths if ordered else self.by_first_packet(paths):
             try:
-                ts = first_ts_us(path)
+                reader = open_capture(path, self.chunk_size)
             except (CaptureFormatError, OSError) as e:
-                size = os.path.getsize(path) if os.path.isfile(path) else 0
-                self.report("bad_capture_file", str(e), Where(path, None, None), size)
-                self.skip("bad_capture_file", size)
+                self.bad_file(path, e)
                 continue
-            order.append((ts if ts is not None else 1 << 62, n, path))
-        for _, _, path in sorted(order):
-            self.read_file(path)
+            self.read_file(path, reader)
         self.reasm.finish(self.index)
         self.frags.flush()
         self.fragment_anomalies()
@@ -118,11 +116,28 @@ class _Driver:
         s.connections, s.payload_bytes, s.gap_bytes = r.connections, r.payload_bytes, r.gap_bytes
         return s
 
-    def read_file(self, path: str) -> None:
+    def by_first_packet(self, paths: Iterable[str]) -> list[str]:
+        """The readable files in order of their first packet (files without packets last)."""
+        order = []
+        for n, path in enumerate(paths):
+            try:
+                ts = first_ts_us(path)
+            except (CaptureFormatError, OSError) as e:
+                self.bad_file(path, e)
+                continue
+            order.append((ts if ts is not None else 1 << 62, n, path))
+        return [path for _, _, path in sorted(order)]
+
+    def bad_file(self, path: str, error: Exception) -> None:
+        size = os.path.getsize(path) if os.path.isfile(path) else 0
+        self.report("bad_capture_file", str(error), Where(path, None, None), size)
+        self.skip("bad_capture_file", size)
+
+    def read_file(self, path: str, reader: PcapReader | PcapngReader) -> None:
         self.file = self.reasm.file = path
-        reader = open_capture(path, self.chunk_size)
         self.stats.files += 1
         self.unknown_links.clear()
+        size = os.path.getsize(path)  # now, while it is open: a live ring may delete it once read
         consumed = 0
         try:
             for chunk in reader.chunks():
@@ -139,7 +154,7 @@ class _Driver:
         finally:
             reader.close()
         if self.progress:
-            self.progress(os.path.getsize(path) - consumed)
+            self.progress(size - consumed)
 
     def file_anomalies(self, reader: PcapReader | PcapngReader) -> None:
         for a in reader.anomalies:

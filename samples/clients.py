@@ -114,7 +114,7 @@ class RequestLog:
             KafkaProtocol.send_request, KafkaProtocol.receive_bytes = send, receive
 
     def merge(self, by_client: dict[str, dict[str, int]], error_events: list) -> None:
-        """Add what a client in another process counted (see samples/workloads/member.py)."""
+        """Add what was counted elsewhere: a member process (workloads/member.py) or the synthesizer."""
         with self._lock:
             for client, per_api in by_client.items():
                 for api, n in per_api.items():

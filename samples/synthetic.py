@@ -18,7 +18,8 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 from scapy.utils import PcapNgWriter
 
-from dissect.protocol import encode_request, encode_request_header, encode_response, encode_response_header
+from dissect.protocol import (decode_request, decode_response, encode_request, encode_request_header,
+                              encode_response, encode_response_header, error_name)
 from samples.truth import api_name
 
 MSS = 1448
@@ -89,10 +90,17 @@ class Connection:
         self.wire.requests[(self.client_id, api_key)] += 1
         header = {"api_key": api_key, "api_version": api_version, "correlation_id": self.correlation_id,
                   "client_id": self.client_id}
-        self._send(0, encode_request_header(header) + encode_request(api_key, api_version, request))
+        body = encode_request(api_key, api_version, request)
+        _check_fields(request, decode_request(api_key, api_version, body)[0], f"{api_name(api_key)} v{api_version}")
+        self._send(0, encode_request_header(header) + body)
         self.wire.advance(rtt_us)
-        self._send(1, encode_response_header(api_key, api_version, {"correlation_id": self.correlation_id})
-                   + encode_response(api_key, api_version, response))
+        body = encode_response(api_key, api_version, response)
+        _check_fields(response, decode_response(api_key, api_version, body)[0],
+                      f"{api_name(api_key)} v{api_version} response")
+        self._send(1, encode_response_header(api_key, api_version, {"correlation_id": self.correlation_id}) + body)
+        code = _first_error_code(response)
+        if code:
+            self.wire.error_events.append((self.client_id, api_name(api_key), error_name(code)))
         self.wire.advance(200)
         return self.correlation_id
 
@@ -102,6 +110,37 @@ class Connection:
         self._segment(0, "A", b"")
 
 
+def _first_error_code(obj: object) -> int:
+    """Top-level error code of a response, else the first non-zero nested one (the dissector's documented rule)."""
+    if isinstance(obj, dict):
+        for key, value in obj.items():
+            if key.endswith("error_code") and isinstance(value, int) and value:
+                return value
+        children = obj.values()
+    elif isinstance(obj, list):
+        children = obj
+    else:
+        return 0
+    for child in children:
+        code = _first_error_code(child)
+        if code:
+            return code
+    return 0
+
+
+def _check_fields(sent: dict, decoded: dict, where: str) -> None:
+    """The encoder fills absent fields with defaults, so a misspelt field name would vanish silently: every field a
+    flow sets must come back from the decoder with its value."""
+    for key, value in sent.items():
+        if key not in decoded:
+            raise KeyError(f"{where}: no field {key!r} in this version")
+        if isinstance(value, list) and value and isinstance(value[0], dict):
+            for a, b in zip(value, decoded[key]):
+                _check_fields(a, b, f"{where}.{key}")
+        elif isinstance(value, dict):
+            _check_fields(value, decoded[key], f"{where}.{key}")
+
+
 class Wire:
     """The packets of a synthetic capture on a simulated clock (microseconds)."""
 
@@ -109,6 +148,7 @@ class Wire:
         self.now_us = start_us
         self.packets: list = []
         self.requests: Counter = Counter()  # (client_id, api_key) -> requests written
+        self.error_events: list[tuple[str, str, str]] = []  # (client_id, api_name, error_name) of error responses
 
     def advance(self, us: int) -> None:
         self.now_us += us

@@ -2,7 +2,9 @@
 
 A truth file (`samples/<name>.truth.json`) is one JSON object; these keys are always present:
 
-- `sample`, `description`, `synthetic` (bool), `format` (1), `generated_by` (module), `capture` (pcapng file name)
+- `sample`, `description`, `synthetic` (bool), `format` (1), `generated_by` (module), `capture` (pcapng file name),
+  `started_at` (UTC wall clock of t=0 for every `t` below; for synthetic samples the generation time, not the
+  capture's simulated clock)
 - `broker`: {`kind`: `tansu` | `librdkafka_mock` | `tansu+librdkafka_mock`, `versions`: {...}}
 - `broker_ports`: ports the brokers listened on (the dissector's `--port` list; the capture filter names only them)
 - `broker_ports_by_kind`: {`tansu`: [...], `librdkafka_mock`: [...]} (which broker each port belongs to)
@@ -20,7 +22,8 @@ A truth file (`samples/<name>.truth.json`) is one JSON object; these keys are al
 - `consumed`: [{`client_id`, `group_id`, `kind`, `topic`, `partition`, `records`, `offsets`: [[first, last], ...]}]:
   what each consumer's application received (offset ranges, inclusive; repeated ranges mean re-deliveries)
 - `fenced_epochs`: [{`kind`, `group_id`, `transactional_id`, `member_id`, `producer_id`, `error_name`, `client_id`,
-  `detail`}]: members and producers the broker fenced, with the error the client was answered
+  `t`, `detail`}]: members and producers the broker fenced, when (seconds after `started_at`), with the error the
+  client was answered
 - `duplicate_deliveries`: [{`kind`, `group_id`, `topic`, `partition`, `first_offset`, `last_offset`, `deliveries`}]:
   offset ranges the group's members received more than once (`deliveries` = times received)
 - `duplicate_records`: {kind: records delivered more than once (counted once per extra delivery)}
@@ -42,6 +45,7 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter, defaultdict
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -71,8 +75,8 @@ API_KEYS: dict[str, int] = {name: key for key, name in API_NAMES.items()}
 GROUP_KINDS = ("classic_group", "consumer_group", "share_group")
 KINDS = (*GROUP_KINDS, "producer", "none")
 REQUIRED_KEYS = (
-    "sample", "description", "synthetic", "format", "generated_by", "capture", "broker", "broker_ports",
-    "broker_ports_by_kind",
+    "sample", "description", "synthetic", "format", "generated_by", "capture", "started_at", "broker",
+    "broker_ports", "broker_ports_by_kind",
     "tshark_comparable", "clients", "requests", "response_errors", "topics", "produced", "produced_by_partition",
     "consumed", "fenced_epochs", "duplicate_deliveries", "duplicate_records", "producers", "share_deliveries",
     "events", "notes",
@@ -112,9 +116,11 @@ class Truth:
 
     def __init__(self, sample: str, description: str, generated_by: str) -> None:
         self.t0 = time.monotonic()
+        self.t0_wall = time.time()  # the same instant on the wall clock (member processes report wall times)
         self.doc: dict[str, Any] = {
             "sample": sample, "description": description, "synthetic": False, "format": 1,
             "generated_by": generated_by, "capture": f"{sample}.pcapng",
+            "started_at": datetime.fromtimestamp(self.t0_wall, timezone.utc).isoformat(timespec="milliseconds"),
             "broker": {"kind": "", "versions": {}}, "broker_ports": [], "broker_ports_by_kind": {},
             "tshark_comparable": False,
             "clients": [], "requests": {}, "response_errors": {}, "topics": {}, "produced": [],
@@ -150,12 +156,13 @@ class Truth:
     def fenced(self, kind: str, error_name: str, client_id: str, *, group_id: str | None = None,
                transactional_id: str | None = None, member_id: str | None = None, producer_id: int | None = None,
                detail: str = "", t: float | None = None) -> None:
-        self.doc["fenced_epochs"].append({
-            "kind": kind, "group_id": group_id, "transactional_id": transactional_id, "member_id": member_id,
-            "producer_id": producer_id, "error_name": error_name, "client_id": client_id, "detail": detail})
         self.event(client_id, "fenced", error_name=error_name)
         if t is not None:
             self.doc["events"][-1]["t"] = t
+        self.doc["fenced_epochs"].append({
+            "kind": kind, "group_id": group_id, "transactional_id": transactional_id, "member_id": member_id,
+            "producer_id": producer_id, "error_name": error_name, "client_id": client_id,
+            "t": self.doc["events"][-1]["t"], "detail": detail})
 
     def producer(self, client_id: str, producer_id: int, producer_epoch: int, transactional_id: str | None = None,
                  idempotent: bool = True) -> None:
@@ -220,7 +227,7 @@ def validate(doc: dict[str, Any]) -> list[str]:
     if not isinstance(doc["broker_ports"], list) or not all(isinstance(p, int) for p in doc["broker_ports"]):
         problems.append("broker_ports must be a list of ints")
     for e in doc["fenced_epochs"]:
-        if e.get("kind") not in KINDS or not e.get("error_name"):
+        if e.get("kind") not in KINDS or not e.get("error_name") or not isinstance(e.get("t"), (int, float)):
             problems.append(f"bad fenced_epochs entry {e}")
     for d in doc["duplicate_deliveries"]:
         if d.get("kind") not in GROUP_KINDS or d["first_offset"] > d["last_offset"] or d["deliveries"] < 2:

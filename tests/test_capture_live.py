@@ -8,6 +8,7 @@ number of records, stopped by SIGINT, must show exactly the Produce and Fetch re
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -221,9 +222,55 @@ def test_kafka_capture_dissects_exactly_what_clients_sent(tmp_path: Path) -> Non
         table(out, "frames").sort_by([(k, "ascending") for k in key]))
 
 
-def _summary(out: Path) -> dict:
-    import json
+@pytest.mark.skipif(shutil.which("dumpcap") is None, reason="dumpcap not installed")
+def test_parquet_grows_during_the_capture(tmp_path: Path) -> None:
+    """A long capture is dissected as it goes: OUT/frames has rows while the engine still runs, and the output at
+    the end equals `dissect_captures` over the ring's files, table for table and row for row."""
+    from kafka import KafkaProducer
 
+    from dissect.run import dissect_captures
+    from samples.brokers import Tansu
+
+    ring, out, port = tmp_path / "ring", tmp_path / "out", 29501
+    rows_while_capturing = 0
+    with Tansu(port) as broker:
+        proc = start_capture("-i", "lo", "--port", str(port), "-w", str(ring), "--ring-mb", "0.005",
+                             "--dissect", str(out), "--records")
+        try:
+            wait_for_file(ring)
+            sent, consumed = kafka_workload(broker.bootstrap)
+            producer = KafkaProducer(bootstrap_servers=broker.bootstrap, client_id="kt-cap-live", api_version=(2, 5))
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and proc.poll() is None:  # traffic closes ring files
+                producer.send(TOPIC, value=b"x" * 400).get(timeout=10)
+                rows_while_capturing = _rows(out / "frames")
+                if rows_while_capturing:
+                    break
+                time.sleep(0.1)
+            producer.close()
+            assert proc.poll() is None, "the capture must still be running"
+        finally:
+            stdout, stderr = stop(proc)
+    assert proc.returncode == 0, stderr
+    assert consumed == RECORDS and rows_while_capturing > 0
+    assert int(summary_value(stdout, "  Parquet files readable before the capture stopped")) > 0
+    files = sorted(str(f) for f in ring.iterdir())
+    again = tmp_path / "again"
+    want = dissect_captures(files, str(again), ports=[port], records=True)
+    got = _summary(out)
+    assert got == json.loads(json.dumps(want))
+    assert got["rows"]["frames"] > rows_while_capturing
+    for name in ("frames", "batches", "records", "share", "anomalies"):
+        assert table(out, name).equals(table(again, name)), name
+    assert len(list((out / "frames").glob("part-*.parquet"))) >= 2
+
+
+def _rows(directory: Path) -> int:
+    """Rows a reader of the directory sees now (0 while there is no published file)."""
+    return pq.read_table(directory).num_rows if directory.is_dir() else 0
+
+
+def _summary(out: Path) -> dict:
     return json.loads((out / "summary.json").read_text())
 
 

@@ -43,9 +43,13 @@ def test_held_files_survive_the_ring(tmp_path: Path) -> None:
     ring.closed(str(first))
     first.unlink()  # the engine's ring deleted it
     ring.finish()
-    paths = list(ring.closed_paths())
-    assert len(paths) == 1 and Path(paths[0]).name == first.name and Path(paths[0]).read_bytes() == b"first"
-    assert ring.rotated_away() == [str(first)]
+    paths, contents = [], []
+    for path in ring.closed_paths():
+        paths.append(path)
+        contents.append(Path(path).read_bytes())
+    assert len(paths) == 1 and Path(paths[0]).name == first.name and contents == [b"first"]
+    assert not Path(paths[0]).exists()  # let go once the consumer asked for the next file: no disk kept
+    assert ring.rotated_away() == [str(first)] and ring.unreadable() == []
     ring.release()
     assert not (tmp_path / ".kafkatap-held").exists()
 

@@ -59,7 +59,7 @@ def test_rebalance_redelivers_a_range_to_another_member(spark):
         kind="classic_group", group_id="g", topic="t", partition=0, first_offset=25, last_offset=39, records=15,
         deliveries=2, first_delivery_ts=t(10), redelivery_ts=t(20), first_member_id="a", redelivery_member_id="b",
         first_conn_id="fetch-a", redelivery_conn_id="fetch-b", first_client_id="a", redelivery_client_id="b",
-        cause="rebalance")]))
+        cause="rebalance", wire_deliveries=2)]))
 
 
 def test_third_delivery_counts_per_offset_and_commit_shows_wire_only(spark):
@@ -71,9 +71,9 @@ def test_third_delivery_counts_per_offset_and_commit_shows_wire_only(spark):
                fetched("a", HOST_A, 30, 0, 9, 5, 3)]
     got = [(r["first_offset"], r["last_offset"], r["records"], r["deliveries"], r["cause"], r["first_position"],
             r["wire_only"]) for r in rows(dups(spark, frames, batches))]
-    # offsets 0-4 went out twice, 5-9 three times; the member's own commit (position 0) says its application
-    # consumed none of them before the second fetch.
-    assert got == [(0, 4, 5, 2, "refetch", 0, True), (5, 9, 5, 3, "refetch", 0, True)]
+    # offsets 0-4 went out twice, 5-9 three times; the member's commit after the first fetch (position 0) says its
+    # application consumed none of that fetch: 0-4 reached it once (wire only), 5-9 twice.
+    assert got == [(0, 4, 5, 2, "refetch", 0, True), (5, 9, 5, 2, "refetch", None, False)]
 
 
 def test_unlinked_consumer_and_records_count_compacted_offsets(spark):

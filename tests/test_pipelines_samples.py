@@ -1,19 +1,26 @@
 """End to end: the bundled sample captures, dissected and analyzed, against the samples' ground truth.
 
-All samples are dissected into one OUT (as `pipelines/dissect.py` does for many captures) and analyzed in one run,
-so the Spark cost is paid once; each sample is then checked on its own topics, groups and clients.
+Each sample is dissected (with records) and its fencings, duplicate deliveries and produced records are computed
+with the jobs' functions and compared with the truth the workload recorded; one sample also goes through
+`kafkatap analyze` end to end.
 """
 
 from __future__ import annotations
 
 import json
-import shutil
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from pipelines.report import JOBS, run
+import pyarrow.parquet as pq
+from pyspark.sql import functions as F
+
+from pipelines import analyze, schema
+from pipelines.jobs.duplicates import duplicate_deliveries
+from pipelines.jobs.fenced import fenced_epochs
+from pipelines.jobs.members import member_spans, members
+from pipelines.report import read_inputs
 from pipelines.testing import rows
 
 pytestmark = pytest.mark.spark
@@ -23,61 +30,53 @@ TRUTHS = sorted(p for p in SAMPLES.glob("*.truth.json") if (SAMPLES / json.loads
 
 
 @pytest.fixture(scope="session")
-def analyzed(spark, tmp_path_factory):
-    """(truths by sample, summary, report dir): every sample dissected with records, then every job run once."""
+def dissected(tmp_path_factory) -> dict[str, tuple[dict, Path]]:
+    """Every sample dissected with records: {sample: (truth, OUT)}."""
     if not TRUTHS:
         pytest.skip("no sample captures with ground truth")
     from dissect.run import dissect_captures
 
     work = tmp_path_factory.mktemp("samples")
-    out = work / "out"
-    truths = {}
-    for i, path in enumerate(TRUTHS):
+    out = {}
+    for path in TRUTHS:
         truth = json.loads(path.read_text())
-        truths[truth["sample"]] = truth
-        one = work / truth["sample"]
-        dissect_captures([str(SAMPLES / truth["capture"])], str(one), ports=truth["broker_ports"], records=True)
-        for table in one.iterdir():
-            if table.is_dir():
-                (out / table.name).mkdir(parents=True, exist_ok=True)
-                for part in table.glob("part-*.parquet"):
-                    shutil.copy(part, out / table.name / f"part-{i:03d}-{part.name}")
-    report = work / "report"
-    summary = run(spark, str(out), str(report), list(JOBS))
-    return truths, summary, report
+        dissect_captures([str(SAMPLES / truth["capture"])], str(work / truth["sample"]), ports=truth["broker_ports"],
+                         records=True)
+        out[truth["sample"]] = (truth, work / truth["sample"])
+    return out
 
 
-def _table(spark, report: Path, name: str) -> list[dict]:
-    return rows(spark.read.parquet(str(report / name)))
-
-
-def _topics(truth: dict) -> set[str]:
-    return set(truth["topics"])
-
-
-def _sample_ids(truth: dict) -> list[str]:
-    return [t.stem.removesuffix(".truth") for t in TRUTHS]
+@pytest.fixture(scope="session")
+def results(spark, dissected) -> dict[str, dict[str, list[dict]]]:
+    """Per sample, the jobs' pure functions collected directly (no report written: the Parquet round trip is
+    tested once, in test_analyze_writes_the_report)."""
+    out = {}
+    for sample, (truth, root) in dissected.items():
+        inp = read_inputs(spark, str(root))
+        fenced = fenced_epochs(inp.frames, inp.batches)
+        spans = member_spans(members(inp.frames, inp.batches))
+        dups = duplicate_deliveries(inp.frames, inp.batches, inp.records, inp.share, spans, fenced)
+        produced = (inp.batches.where((F.col("direction") == "produce") & ~F.col("is_control"))
+                    .groupBy("topic", "partition").agg(F.sum("record_count").alias("records")))
+        out[sample] = {"fenced": rows(fenced.drop("ts")), "dups": rows(dups.drop("first_delivery_ts", "redelivery_ts")),
+                       "produced": rows(produced)}
+    return out
 
 
 @pytest.mark.parametrize("sample", [p.name.removesuffix(".truth.json") for p in TRUTHS])
-def test_fenced_epochs_match_truth(spark, analyzed, sample):
-    truths, _, report = analyzed
-    truth = truths[sample]
-    clients = {c["client_id"] for c in truth["clients"]}
+def test_fenced_epochs_match_truth(dissected, results, sample):
+    truth = dissected[sample][0]
     keys = ("kind", "group_id", "transactional_id", "member_id", "producer_id", "error_name", "client_id")
-    got = Counter(tuple(r[k] for k in keys) for r in _table(spark, report, "fenced_epochs")
-                  if r["client_id"] in clients)
+    got = Counter(tuple(r[k] for k in keys) for r in results[sample]["fenced"])
     want = Counter(tuple(f[k] for k in keys) for f in truth["fenced_epochs"])
     assert got == want
 
 
 @pytest.mark.parametrize("sample", [p.name.removesuffix(".truth.json") for p in TRUTHS])
-def test_duplicate_deliveries_match_truth(spark, analyzed, sample):
-    truths, _, report = analyzed
-    truth = truths[sample]
+def test_duplicate_deliveries_match_truth(dissected, results, sample):
+    truth = dissected[sample][0]
     keys = ("kind", "group_id", "topic", "partition", "first_offset", "last_offset", "deliveries")
-    mine = [r for r in _table(spark, report, "duplicate_deliveries")
-            if r["topic"] in _topics(truth) and not r["possible"] and not r["wire_only"]]
+    mine = [r for r in results[sample]["dups"] if not r["possible"] and not r["wire_only"]]
     assert Counter(tuple(r[k] for k in keys) for r in mine) == Counter(
         tuple(d[k] for k in keys) for d in truth["duplicate_deliveries"])
     again: Counter = Counter()
@@ -87,22 +86,21 @@ def test_duplicate_deliveries_match_truth(spark, analyzed, sample):
 
 
 @pytest.mark.parametrize("sample", [p.name.removesuffix(".truth.json") for p in TRUTHS])
-def test_records_per_partition_match_truth(spark, analyzed, sample):
-    truths, _, report = analyzed
-    truth = truths[sample]
-    produced: Counter = Counter()
-    for r in _table(spark, report, "throughput/data"):
-        if r["direction"] == "produce" and r["topic"] in _topics(truth):
-            produced[f"{r['topic']}/{r['partition']}"] += r["records"]
-    assert dict(produced) == truth["produced_by_partition"]
+def test_records_per_partition_match_truth(dissected, results, sample):
+    truth = dissected[sample][0]
+    produced = {f"{r['topic']}/{r['partition']}": r["records"] for r in results[sample]["produced"]}
+    assert produced == truth["produced_by_partition"]
 
 
-def test_summary_headlines(analyzed):
-    truths, summary, report = analyzed
-    assert summary["fenced_epochs"] == sum(len(t["fenced_epochs"]) for t in truths.values())
-    want: Counter = Counter()
-    for t in truths.values():
-        want.update(t["duplicate_records"])
-    assert summary["duplicate_records"] == {k: v for k, v in want.items() if v}
-    assert summary["frames"] > 0 and summary["connections"] > 0 and summary["capture_span_s"] > 0
-    assert json.loads((report / "summary.json").read_text()) == summary
+def test_analyze_writes_the_report(spark, dissected, tmp_path):
+    """The whole `kafkatap analyze` path on one sample: Parquet tables with the declared schemas and summary.json."""
+    sample = "classic_group" if "classic_group" in dissected else sorted(dissected)[0]
+    truth, root = dissected[sample]
+    report = tmp_path / "report"
+    assert analyze.main([str(root), "-o", str(report), "--window", "500ms"]) == 0
+    summary = json.loads((report / "summary.json").read_text())
+    for name, declared in schema.TABLES.items():
+        assert pq.read_schema(next((report / name).glob("*.parquet"))).names == declared.names, name
+    assert summary["fenced_epochs"] == len(truth["fenced_epochs"]) or sample != "classic_group"
+    assert summary["duplicate_records"] == {k: v for k, v in truth["duplicate_records"].items() if v}
+    assert summary["window"] == "500ms" and summary["frames"] > 0 and summary["capture_span_s"] > 0

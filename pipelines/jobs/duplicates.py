@@ -37,7 +37,8 @@ def _consumer_deliveries(batches: DataFrame, spans: DataFrame) -> DataFrame:
                       & (F.col("last_offset") >= F.col("fetch_offset")) & ~F.col("is_control")
                       & (F.coalesce(F.col("partition_error_code"), F.lit(0)) == 0))
                .withColumn("clip", F.greatest("base_offset", "fetch_offset"))
-               .withColumn("delivery_id", F.monotonically_increasing_id()))
+               .withColumn("delivery_id", F.xxhash64("conn_id", "correlation_id", "topic", "partition",
+                                                     "base_offset")))
     linked = link_deliveries(fetched, spans)
     unlinked_key = F.concat(F.lit("client:"), F.col("client_id"), F.lit("@"), F.col("client_host"))
     return linked.withColumn("group_key", F.coalesce(F.col("group_id"), unlinked_key))
@@ -127,7 +128,7 @@ def _record_counts(runs: DataFrame, records: DataFrame | None) -> DataFrame:
     length = F.col("last_offset") - F.col("first_offset") + 1
     if records is None:
         return runs.withColumn("records", length)
-    ids = runs.withColumn("_run", F.monotonically_increasing_id())
+    ids = runs.withColumn("_run", F.xxhash64(*runs.columns))
     offsets = (records.where(F.col("direction") == "fetch").select("topic", "partition", "offset").distinct()
                .select("topic", "partition", F.col("offset").alias("pos"), F.lit(None).cast("long").alias("_run"),
                        F.lit(None).cast("string").alias("_edge"), F.lit(1).alias("_rank")))

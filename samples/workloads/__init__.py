@@ -9,4 +9,5 @@ NAMES = (
     "consumer_group_848",
     "day_in_the_life",
     "synthetic_read_committed",
+    "synthetic_classic_rebalance",
 )

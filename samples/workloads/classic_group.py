@@ -48,7 +48,7 @@ def _member(env: Env, workdir: Path, client_id: str, t0_wall: float, *, stall_af
 def run(env: Env) -> None:
     truth, log, bootstrap = env.truth, env.log, env.tansu.bootstrap
     rng = random.Random(4)
-    t0_wall = time.time() - (time.monotonic() - truth.t0)
+    t0_wall = truth.t0_wall
     admin_id = truth.client("kt-admin", KAFKA_PYTHON, "admin", api_version=list(API_VERSION))
     admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id=admin_id, api_version=API_VERSION)
     admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)])

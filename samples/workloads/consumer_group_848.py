@@ -36,7 +36,7 @@ def run(env: Env) -> None:
                f"{HEARTBEAT_MS} ms (set through rd_kafka_mock_set_group_consumer_*); a member whose session expires "
                "is deleted, so its next requests are answered UNKNOWN_MEMBER_ID rather than FENCED_MEMBER_EPOCH.")
     rng = random.Random(5)
-    t0_wall = time.time() - (time.monotonic() - truth.t0)
+    t0_wall = truth.t0_wall
 
     pid = truth.client("kt-producer-1", CONFLUENT, "producer", **{"linger.ms": 5})
     producer = Producer({"bootstrap.servers": mock.bootstrap, "linger.ms": 5, **log.librdkafka(pid)})

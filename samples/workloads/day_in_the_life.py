@@ -19,6 +19,7 @@ from kafka import KafkaConsumer, KafkaProducer
 from samples.make import Env, Spec
 from samples.workloads.common import CONFLUENT, KAFKA_PYTHON, TANSU_SESSION_TIMEOUT_MS, delivery_recorder, payload
 from samples.workloads.member import member_epochs
+from samples.workloads.share_group import record_share_fences
 
 SPEC = Spec(
     name="day_in_the_life",
@@ -238,7 +239,7 @@ def run(env: Env) -> None:
         cid = truth.client(f"kt-day-share-{n}", CONFLUENT, "share consumer", **{
             "group.id": "kt-day-share", "share.acknowledgement.mode": "explicit"})
         c = ShareConsumer({"bootstrap.servers": mock.bootstrap, "group.id": "kt-day-share",
-                           "share.acknowledgement.mode": "explicit", **log.librdkafka(cid)})
+                           "share.acknowledgement.mode": "explicit", **log.librdkafka(cid, group_debug=True)})
         c.subscribe(["day-tasks"])
         shares.append((cid, c))
     members: list[str] = []
@@ -249,6 +250,7 @@ def run(env: Env) -> None:
         if len(members) == len(shares):
             break
     mock.share_assign("kt-day-share", members, "day-tasks", [0])
+    env.after_run.append(lambda: record_share_fences(env, [cid for cid, _ in shares], members))
     for _ in range(5):
         for _cid, c in shares:
             c.poll(0.1)
@@ -288,7 +290,7 @@ def run(env: Env) -> None:
 
 
 def _record_injected_fence(env: Env, injected_wall: float) -> None:
-    t0_wall = time.time() - (time.monotonic() - env.truth.t0)
+    t0_wall = env.truth.t0_wall
     epochs = {}
     for cid in ("kt-day-848-1", "kt-day-848-2"):
         epochs[cid], fenced = member_epochs(env.log.log_lines.get(cid, []))

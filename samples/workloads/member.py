@@ -146,6 +146,26 @@ def member_epochs(lines: list[tuple[float, str]]) -> tuple[list[dict], list[floa
     return epochs, fenced
 
 
+_SHARE_HEARTBEAT = re.compile(r'ShareGroupHeartbeat of group id "([^"]*)", member id "([^"]*)", member epoch (-?\d+)')
+
+
+def share_fences(lines: list[tuple[float, str]]) -> list[dict]:
+    """Moments a librdkafka share consumer found itself fenced, with the member id and epoch it had sent.
+
+    librdkafka logs "member fenced - rejoining" for both FENCED_MEMBER_EPOCH and UNKNOWN_MEMBER_ID without the
+    code; callers name the error from what the broker knew (see the share workloads).
+    """
+    fences: list[dict] = []
+    last: tuple[str, str, int] | None = None
+    for ts, line in lines:
+        m = _SHARE_HEARTBEAT.search(line)
+        if m:
+            last = (m.group(1), m.group(2), int(m.group(3)))
+        elif "initiating rebalance" in line and "member fenced" in line and last:
+            fences.append({"wall": ts, "group_id": last[0], "member_id": last[1], "member_epoch": last[2]})
+    return fences
+
+
 class MemberProcess:
     """Parent side: starts a member process from a spec, stops it with its stop file, reads its result."""
 

@@ -12,6 +12,7 @@ from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
 
 from samples.make import Env, Spec
 from samples.workloads.common import CONFLUENT, delivery_recorder, payload
+from samples.workloads.member import share_fences
 
 SPEC = Spec(
     name="share_group",
@@ -43,6 +44,22 @@ def ack_for(index: int, delivery_count: int) -> AcknowledgeType:
     return AcknowledgeType.ACCEPT
 
 
+def record_share_fences(env: Env, client_ids: list[str], members: list[str]) -> None:
+    """The manual assignment bumps every member's epoch on the mock; a member whose next heartbeat still carries
+    its old epoch is fenced. Its id was among the group's members then, so the answer is FENCED_MEMBER_EPOCH
+    (UNKNOWN_MEMBER_ID is for members the broker no longer knows)."""
+    t0_wall = env.truth.t0_wall
+    for cid in client_ids:
+        for fence in share_fences(env.log.log_lines.get(cid, [])):
+            known = fence["member_id"] in members
+            env.truth.fenced("share_group", "FENCED_MEMBER_EPOCH" if known else "UNKNOWN_MEMBER_ID", cid,
+                             group_id=fence["group_id"], member_id=fence["member_id"],
+                             detail=f"ShareGroupHeartbeat at stale epoch {fence['member_epoch']} after the mock's "
+                                    "manual target assignment bumped member epochs; the client logged 'member "
+                                    "fenced - rejoining' and rejoined at epoch 0",
+                             t=round(fence["wall"] - t0_wall, 3))
+
+
 def run(env: Env) -> None:
     truth, log, mock = env.truth, env.log, env.mock
     mock.create_topic(TOPIC, 1)
@@ -56,7 +73,7 @@ def run(env: Env) -> None:
         cid = truth.client(f"kt-share-{n}", CONFLUENT, "share consumer", **{"group.id": GROUP,
                                                                           "share.acknowledgement.mode": "explicit"})
         c = ShareConsumer({"bootstrap.servers": mock.bootstrap, "group.id": GROUP,
-                           "share.acknowledgement.mode": "explicit", **log.librdkafka(cid)})
+                           "share.acknowledgement.mode": "explicit", **log.librdkafka(cid, group_debug=True)})
         c.subscribe([TOPIC])
         consumers.append((cid, c))
     # Records must be produced after the share consumers subscribed (the mock starts share partitions at the end).
@@ -71,6 +88,7 @@ def run(env: Env) -> None:
         raise RuntimeError(f"share group has members {members}")
     mock.share_assign(GROUP, members, TOPIC, [0])
     truth.event("", "share_assignment", members=len(members), partitions=[f"{TOPIC}/0"])
+    env.after_run.append(lambda: record_share_fences(env, [cid for cid, _ in consumers], members))
     for _ in range(10):
         for _cid, c in consumers:
             c.poll(0.1)

@@ -141,5 +141,5 @@ def run(env: Env) -> None:
         conn.close()
     truth.doc["isolation"] = {"records_received": isolation,
                               "aborted_transactions": {f"{TOPIC}/{p}": aborted_first[p] for p in range(PARTITIONS)}}
-    log.merge(wire.requests_by_client(), [])
+    log.merge(wire.requests_by_client(), wire.error_events)
     env.wire = wire
