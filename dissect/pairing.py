@@ -41,6 +41,8 @@ class InFlight:
         request = self.pending.pop(correlation_id, None)
         if request is None:
             return None, []
+        if not self.pending or self.pending[next(iter(self.pending))].seq > request.seq:
+            return request, []  # the usual case: it answers the oldest request
         skipped = []
         for key in list(self.pending):
             if self.pending[key].seq > request.seq:

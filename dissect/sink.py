@@ -9,6 +9,7 @@ once, as decoded or skipped-with-a-reason, so the summary can prove nothing was 
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 
 from dissect import batches as bt
 from dissect import share
@@ -17,7 +18,8 @@ from dissect.errors import DecodeError
 from dissect.extract import REQUEST_FIELDS, walk
 from dissect.framing import YES, Framer
 from dissect.plausible import decode_answer, request_check
-from dissect.protocol import decode_request, decode_request_header, is_known
+from dissect.protocol import decode_request, decode_request_header, is_known, response_header_version
+from dissect.protocol.codec import decoder
 from dissect.reassembly import Conn, Where
 from dissect.rows import Problem, Rows
 from dissect.state import DIRECTIONS, REQUEST, RESPONSE, ConnState, Request, Response, endpoint
@@ -35,6 +37,33 @@ MAX_ORPHAN_BYTES = 16 << 20
 
 NOT_ANOMALIES = frozenset({"sasl_token"})
 """Skip reasons that are normal protocol, counted in the byte account but not reported as anomalies."""
+
+_KNOWN: dict[tuple[int, int], bool] = {}
+"""is_known by (api_key, api_version): asked once per request, so worth a dict instead of a range scan."""
+_ANSWERS: dict[tuple[int, int], tuple[bool, Callable]] = {}
+"""(flexible response header, compiled body decoder) by (api_key, api_version) of the request answered."""
+
+
+def _decode_answer(api_key: int, api_version: int, frame: bytes) -> tuple[dict, int]:
+    """`decode_answer` with the response header skipped inline in the usual case (v0 header, or a flexible one with
+    no tagged fields), so each response costs one compiled decoder call. Anything else, a decode error included,
+    goes through `decode_answer`, which gives the same body or raises the same error (and knows the ApiVersions
+    fallback)."""
+    answer = _ANSWERS.get((api_key, api_version))
+    if answer is None:
+        answer = _ANSWERS[(api_key, api_version)] = (response_header_version(api_key, api_version) == 1,
+                                                     decoder(api_key, api_version, True))
+    flexible, decode = answer
+    if not flexible:
+        pos = 4
+    elif len(frame) > 4 and frame[4] == 0:
+        pos = 5
+    else:
+        return decode_answer(api_key, api_version, frame)
+    try:
+        return decode(frame, pos)
+    except DecodeError:
+        return decode_answer(api_key, api_version, frame)
 
 
 class Sink:
@@ -235,7 +264,10 @@ class Sink:
         except DecodeError as e:
             pos = -1
             req.error = f"request header: {e.reason} at offset {e.offset}"
-        if not is_known(api_key, api_version):
+        known = _KNOWN.get((api_key, api_version))
+        if known is None:
+            known = _KNOWN[(api_key, api_version)] = is_known(api_key, api_version)
+        if not known:
             req.known = False
             acc["unknown_api"] = acc.get("unknown_api", 0) + size
             self._anomaly("unknown_api", f"api key {api_key} version {api_version} is not in the schemas", st,
@@ -243,7 +275,10 @@ class Sink:
         elif pos >= 0:
             try:
                 req.body, end = decode_request(api_key, api_version, payload, pos)
-                self._book_decoded(st, REQUEST, offset, size, len(payload) - end, api_key, correlation_id)
+                if end == len(payload):
+                    acc["decoded"] += size
+                else:
+                    self._book_decoded(st, REQUEST, offset, size, len(payload) - end, api_key, correlation_id)
             except DecodeError as e:
                 req.error = f"request: {e.reason} at offset {e.offset}"
         if req.error is not None and req.known:
@@ -338,8 +373,11 @@ class Sink:
             acc["unknown_api"] = acc.get("unknown_api", 0) + size
         else:
             try:
-                resp.body, end = decode_answer(req.api_key, req.api_version, payload)
-                self._book_decoded(st, RESPONSE, offset, size, len(payload) - end, req.api_key, correlation_id)
+                resp.body, end = _decode_answer(req.api_key, req.api_version, payload)
+                if end == len(payload):
+                    acc["decoded"] += size
+                else:
+                    self._book_decoded(st, RESPONSE, offset, size, len(payload) - end, req.api_key, correlation_id)
             except DecodeError as e:
                 resp.error = f"response: {e.reason} at offset {e.offset}"
                 acc["decode_error"] = acc.get("decode_error", 0) + size
@@ -363,17 +401,15 @@ class Sink:
         if share_fetch and req.body is not None:
             group_id, member_id = req.body.get("group_id"), req.body.get("member_id")
         problem = self._problem(st, RESPONSE, req)
+        carrier = (st.conn_id, st.client_addr, st.broker_addr, req.correlation_id, req.api_version, direction,
+                   resp.ts, req.client_id, group_id, member_id)
         for name, topic_id, partition, data, part in bt.fetch_partitions(body):
             batches = bt.split(data, False, problem)
             if not batches:
                 continue
             topic = name if name is not None else self.topics.resolve(topic_id, "batches")
-            fetch_offset = offsets.get((name or topic_id, partition))
-            hwm = part.get("high_watermark")
-            err = part.get("error_code")
-            for batch in batches:
-                self.rows.batch(st, req, resp.ts, direction, group_id, member_id, topic, topic_id, partition, batch,
-                                fetch_offset, hwm, None, err, problem)
+            tail = (offsets.get((name or topic_id, partition)), part.get("high_watermark"), None, part.get("error_code"))
+            self.rows.batches.extend(bt.batch_rows(carrier + (topic, topic_id, partition), batches, tail, problem))
             if self.records:
                 head = (st.conn_id, req.correlation_id, direction, resp.ts, req.client_id)
                 rtopic = name if name is not None else self.topics.resolve(topic_id, "records")

@@ -105,7 +105,10 @@ class TableWriter:
         footer."""
         self.flush()
         self.writer.close()
-        os.replace(_writing(self.path), self.path)
+        if self.published and self.count == self.published:
+            _writing(self.path).unlink()  # the empty last file of a live run: the table has its files already
+        else:
+            os.replace(_writing(self.path), self.path)
         self.published = self.count
 
     def roll(self, part: int) -> bool:

@@ -24,7 +24,7 @@ def main(argv: list[str] | None = None) -> int:
         for name in NAMES:
             pcap = SAMPLE_DIR / f"{name}.pcapng"
             size = f"{pcap.stat().st_size:>9,} bytes" if pcap.exists() else "  (not made)"
-            print(f"{name:<22} {size}")
+            print(f"{name:<28} {size}")
         return 0
 
     unknown = [n for n in args.names if n not in NAMES]

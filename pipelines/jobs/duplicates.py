@@ -60,18 +60,29 @@ def commits(frames: DataFrame) -> DataFrame:
 
 def _with_consumed(deliveries: DataFrame, committed: DataFrame) -> DataFrame:
     """Add `next_position` (the offset the member next committed for the partition after the delivery) and
-    `consumed_last`: the delivery's range cut at that position. A client commits the position its application
-    reached, so records at or past it were fetched but not consumed (discarded on a revocation, or held by a frozen
-    process); without a later commit the whole range counts as consumed."""
+    `consumed_last`, the end of what its application consumed. Clients commit the position their application
+    reached, so a delivery is cut at that position; and when the member fetched the same offsets again before that
+    commit, it had dropped the earlier fetch (a revoked partition, a reset position): the earlier fetch is cut where
+    the new one starts. Members that never commit the partition give no evidence: their fetches count whole."""
     key = ["group_id", "member_id", "topic", "partition"]
     marks = committed.select(*key, "ts", F.col("committed_offset").alias("_commit"))
-    both = deliveries.unionByName(marks, allowMissingColumns=True)
-    later = (Window.partitionBy(*key).orderBy("ts", F.col("_commit").isNotNull())
-             .rowsBetween(1, Window.unboundedFollowing))
-    cut = F.least(F.col("last_offset"), F.col("next_position") - 1)
-    return (both.withColumn("next_position", F.first("_commit", ignorenulls=True).over(later))
-            .where(F.col("delivery_id").isNotNull()).drop("_commit")
-            .withColumn("consumed_last", F.when(F.col("next_position").isNull(), F.col("last_offset")).otherwise(cut)))
+    both = (deliveries.unionByName(marks, allowMissingColumns=True)
+            .withColumn("_us", F.unix_micros("ts"))
+            .withColumn("_fetch_clip", F.when(F.col("delivery_id").isNotNull(), F.col("clip")))
+            .withColumn("_fetch_us", F.when(F.col("delivery_id").isNotNull(), F.col("_us")))
+            .withColumn("_commit_us", F.when(F.col("_commit").isNotNull(), F.col("_us"))))
+    later = Window.partitionBy(*key).orderBy("_us").rangeBetween(1, Window.unboundedFollowing)
+    nxt = {c: F.first(c, ignorenulls=True).over(later) for c in ["_commit", "_commit_us", "_fetch_us", "_fetch_clip"]}
+    cut = F.when(F.col("next_position").isNull(), F.col("last_offset")).otherwise(
+        F.least(F.col("last_offset"), F.col("next_position") - 1))
+    refetched = (F.col("next_position").isNotNull() & (F.col("_nfetch_us") < F.col("_ncommit_us"))
+                 & (F.col("_nfetch_clip") <= F.col("last_offset")))
+    return (both.withColumn("next_position", nxt["_commit"]).withColumn("_ncommit_us", nxt["_commit_us"])
+            .withColumn("_nfetch_us", nxt["_fetch_us"]).withColumn("_nfetch_clip", nxt["_fetch_clip"])
+            .where(F.col("delivery_id").isNotNull())
+            .withColumn("consumed_last", F.when(refetched, F.least(cut, F.col("_nfetch_clip") - 1)).otherwise(cut))
+            .drop("_commit", "_us", "_fetch_clip", "_fetch_us", "_commit_us", "_ncommit_us", "_nfetch_us",
+                  "_nfetch_clip"))
 
 
 def _coverage_runs(deliveries: DataFrame, key: list[str]) -> DataFrame:
