@@ -14,6 +14,9 @@ seconds of the whole run and the peak RSS of its largest process. `dissect` is t
 `dissect_2_workers` adds --workers 2. Usage:
 
     python benchmarks/dissect_vs_tshark.py [--workdir /tmp/kt-bench] [--bulk-mb 550] [--chatty-mb 120]
+
+`--profile chatty` (or bulk) makes the capture the same way, then runs dissect on it in-process under cProfile and
+prints the functions by own CPU time instead of benchmarking (profiled time is about twice the real one).
 """
 
 from __future__ import annotations
@@ -229,19 +232,34 @@ def bench(capture: Path, packets: int, workdir: Path, skip_tshark: bool) -> dict
     return row
 
 
+def profile(capture: Path, workdir: Path, top: int = 40) -> None:
+    """Where dissect's CPU goes on one capture: one in-process worker under cProfile, top functions by own time."""
+    import cProfile
+    import pstats
+
+    from dissect.run import dissect_captures
+
+    prof = cProfile.Profile()
+    start = time.process_time()
+    prof.runcall(dissect_captures, [str(capture)], str(workdir / f"{capture.stem}-profile"), ports=[PORT], workers=1)
+    print(f"{capture.name}: {time.process_time() - start:.2f} CPU s under cProfile")
+    pstats.Stats(prof).sort_stats("tottime").print_stats(top)
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--workdir", default="/tmp/kt-bench")
     p.add_argument("--bulk-mb", type=float, default=550)
     p.add_argument("--chatty-mb", type=float, default=120)
     p.add_argument("--skip-tshark", action="store_true")
+    p.add_argument("--profile", choices=["bulk", "chatty"], help="profile dissect on this capture instead")
     p.add_argument("--workload", help=argparse.SUPPRESS)
     p.add_argument("--port", type=int, default=PORT, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.workload:
         workload(args.workload, args.port)
         return 0
-    if shutil.which("tcpdump") is None or (shutil.which("tshark") is None and not args.skip_tshark):
+    if shutil.which("tcpdump") is None or (shutil.which("tshark") is None and not (args.skip_tshark or args.profile)):
         print("needs tcpdump and tshark", file=sys.stderr)
         return 2
     workdir = Path(args.workdir)
@@ -249,6 +267,8 @@ def main() -> int:
     results = []
     os.environ["PYTHONPATH"] = str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")
     for kind, target_mb in (("bulk", args.bulk_mb), ("chatty", args.chatty_mb)):
+        if args.profile not in (None, kind):
+            continue
         source = workdir / f"{kind}-source.pcap"
         if not source.exists():
             capture_workload(source, kind)
@@ -259,6 +279,9 @@ def main() -> int:
         else:
             packets = replicate(source, capture, target_mb)
             meta.write_text(json.dumps({"mb": target_mb, "packets": packets}))
+        if args.profile:
+            profile(capture, workdir)
+            return 0
         results.append(bench(capture, packets, workdir, args.skip_tshark))
         print(json.dumps(results[-1]), flush=True)
     (workdir / "results.json").write_text(json.dumps(results, indent=1))

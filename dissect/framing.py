@@ -94,6 +94,7 @@ class Framer:
 
         final: no more bytes will come, so a candidate that needs more of them is not one."""
         end = len(buf)
+        is_bytes = type(buf) is bytes
         pos = 0
         self.need = 0
         scan_from = 0
@@ -121,7 +122,8 @@ class Framer:
             if stop > end:
                 self.need = stop - pos
                 return pos
-            frames.append((first_ts if pos < old else ts, self.offset + pos, bytes(memoryview(buf)[pos + 4:stop])))
+            payload = buf[pos + 4:stop] if is_bytes else bytes(memoryview(buf)[pos + 4:stop])  # one copy either way
+            frames.append((first_ts if pos < old else ts, self.offset + pos, payload))
             pos = stop
 
     def _resync(self, buf: bytes | bytearray, start: int, scan_from: int, final: bool) -> int:

@@ -3,7 +3,8 @@
 The Kafka test is the end-to-end contract: `kafkatap capture --dissect` while clients produce and consume a known
 number of records, stopped by SIGINT, must show exactly the Produce and Fetch requests the clients counted sending
 (kafka-python's encoder, hooked by samples.clients.RequestLog) and exactly their records; and its Parquet must equal
-`dissect_captures` run afterwards over the same ring files.
+`dissect_captures` run afterwards over the same ring files. A longer capture is dissected as it goes: its Parquet
+can be read before the capture stops.
 """
 
 from __future__ import annotations

@@ -68,7 +68,8 @@ def _with_consumed(deliveries: DataFrame, committed: DataFrame) -> DataFrame:
     marks = committed.select(*key, "ts", F.col("committed_offset").alias("_commit"))
     both = (deliveries.unionByName(marks, allowMissingColumns=True)
             .withColumn("_us", F.unix_micros("ts"))
-            .withColumn("_fetch_clip", F.when(F.col("delivery_id").isNotNull(), F.col("clip")))
+            .withColumn("_fetch_clip", F.min(F.when(F.col("delivery_id").isNotNull(), F.col("clip")))
+                        .over(Window.partitionBy(*key, "ts")))
             .withColumn("_fetch_us", F.when(F.col("delivery_id").isNotNull(), F.col("_us")))
             .withColumn("_commit_us", F.when(F.col("_commit").isNotNull(), F.col("_us"))))
     later = Window.partitionBy(*key).orderBy("_us").rangeBetween(1, Window.unboundedFollowing)
@@ -104,13 +105,16 @@ def _coverage_runs(deliveries: DataFrame, key: list[str]) -> DataFrame:
                 .withColumn("last_offset", F.lead("pos").over(by_pos) - 1)
                 .where((F.col("wire_deliveries") >= 2) & F.col("last_offset").isNotNull())
                 .withColumnRenamed("pos", "first_offset"))
-    same = [*key, "wire_deliveries", "deliveries"]
+    segments = (segments.withColumn("_app", F.col("deliveries") >= 2)
+                .withColumn("_count", F.when(F.col("_app"), F.col("deliveries")).otherwise(F.col("wire_deliveries"))))
+    same = [*key, "_app", "_count"]
     order = Window.partitionBy(*same).orderBy("first_offset")
     island = F.sum(F.when(F.col("first_offset") == F.lag("last_offset").over(order) + 1, 0).otherwise(1)).over(
         order.rowsBetween(Window.unboundedPreceding, 0))
     return (segments.withColumn("_island", island).groupBy(*same, "_island")
-            .agg(F.min("first_offset").alias("first_offset"), F.max("last_offset").alias("last_offset"))
-            .drop("_island"))
+            .agg(F.min("first_offset").alias("first_offset"), F.max("last_offset").alias("last_offset"),
+                 F.max("wire_deliveries").alias("wire_deliveries"), F.max("deliveries").alias("deliveries"))
+            .drop("_island", "_app", "_count"))
 
 
 def _first_two(runs: DataFrame, deliveries: DataFrame, key: list[str]) -> DataFrame:
