@@ -74,6 +74,14 @@ class Framer:
             if not data:
                 return []
         old = len(self.buf)
+        if not old and self.synced and type(data) is bytes and len(data) >= 4:
+            size = _SIZE(data, 0)[0]
+            if size + 4 == len(data) and self.sync.min_size <= size <= MAX_FRAME:
+                # the usual segment: exactly one whole frame (what _parse and _keep would do, in one step)
+                offset = self.offset
+                self.offset += len(data)
+                self.need = 4
+                return [(ts, offset, data[4:])]
         if old:
             self.buf += data
             if len(self.buf) < self.need:

@@ -100,7 +100,11 @@ class Rows:
             None, None, None, "request not captured: api unknown, response kept raw (not decoded)", None, None,
         ))
 
-    def topic_list(self, qfound: Any, rfound: Any) -> list[str] | None:
+    def topic_list(self, qfound: Any, rfound: Any) -> tuple[str, ...] | None:
+        """A tuple, not a list: a row of atoms only is dropped from the garbage collector's tracking, which keeps
+        its collections cheap while a row group is buffered."""
+        if qfound is not None and rfound is not None and not qfound.topic_ids and not rfound.topic_ids:
+            return tuple(dict.fromkeys(qfound.topics + rfound.topics)) or None  # the usual case: names only
         out: dict[str, None] = {}
         for found in (qfound, rfound):
             if found is None:
@@ -109,7 +113,7 @@ class Rows:
                 out.update(dict.fromkeys(found.topics))
             for topic_id in found.topic_ids:
                 out[self.topics.resolve(topic_id, "frames")] = None
-        return list(out) if out else None
+        return tuple(out) if out else None
 
     def record_rows(self, batches: list, head: tuple, topic: str | None, partition: int, problem: Problem) -> None:
         if self.records is None:
