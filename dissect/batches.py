@@ -99,8 +99,9 @@ def batch_rows(head: tuple, batches: list[Batch], tail: tuple, problem: Problem)
          producer_epoch, base_sequence, _, _) = batch
         rows.append(head + (
             magic, base_offset, last_offset, record_count, producer_id, producer_epoch, base_sequence,
-            bool(attributes & 0x10), bool(attributes & 0x20), control_type(batch, problem) if attributes & 0x20 else None,
-            COMPRESSION[attributes & 7], size, first * 1000 if 0 <= first <= MAX_MS else None,
+            bool(attributes & 0x10), bool(attributes & 0x20),
+            control_type(batch, problem) if attributes & 0x20 else None, COMPRESSION[attributes & 7], size,
+            first * 1000 if 0 <= first <= MAX_MS else None,
             last * 1000 if 0 <= last <= MAX_MS else None, crc_ok,
         ) + tail)
     return rows

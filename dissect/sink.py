@@ -228,14 +228,16 @@ class Sink:
             st.account[REQUEST]["seen"] += len(data)
             frames = st.framers[side].feed(ts, data)
             if frames:
-                self._flush_skip(st, REQUEST)
+                if st.skip_run[REQUEST] is not None:
+                    self._flush_skip(st, REQUEST)
                 for ts_f, offset, payload in frames:
                     self._request(st, ts_f, offset, payload)
         else:
             st.account[RESPONSE]["seen"] += len(data)
             frames = st.framers[side].feed(ts, data)
             if frames:
-                self._flush_skip(st, RESPONSE)
+                if st.skip_run[RESPONSE] is not None:
+                    self._flush_skip(st, RESPONSE)
                 for ts_f, offset, payload in frames:
                     self._response(st, ts_f, offset, payload)
 
@@ -408,7 +410,8 @@ class Sink:
             if not batches:
                 continue
             topic = name if name is not None else self.topics.resolve(topic_id, "batches")
-            tail = (offsets.get((name or topic_id, partition)), part.get("high_watermark"), None, part.get("error_code"))
+            tail = (offsets.get((name or topic_id, partition)), part.get("high_watermark"), None,
+                    part.get("error_code"))
             self.rows.batches.extend(bt.batch_rows(carrier + (topic, topic_id, partition), batches, tail, problem))
             if self.records:
                 head = (st.conn_id, req.correlation_id, direction, resp.ts, req.client_id)

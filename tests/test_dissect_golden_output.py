@@ -44,9 +44,13 @@ def digest(paths: list[Path], out: Path, ports: list[int]) -> dict:
     result = {}
     for table in TABLES:
         data = pq.read_table(out / table)
-        rows = json.dumps(data.to_pylist(), default=repr, sort_keys=False).encode()
+        rows = data.to_pylist()
+        for row in rows:  # the anomalies' capture file path depends on where the repository is
+            if row.get("capture_file"):
+                row["capture_file"] = Path(row["capture_file"]).name
+        rows = json.dumps(rows, default=repr).encode()
         result[table] = {"rows": data.num_rows, "sha256": hashlib.sha256(rows).hexdigest()}
-    summary.pop("files")
+    summary.pop("files")  # paths, like the capture_file column
     result["summary"] = hashlib.sha256(json.dumps(summary, sort_keys=True, default=repr).encode()).hexdigest()
     return result
 

@@ -60,30 +60,45 @@ def commits(frames: DataFrame) -> DataFrame:
 
 def _with_consumed(deliveries: DataFrame, committed: DataFrame) -> DataFrame:
     """Add `next_position` (the offset the member next committed for the partition after the delivery) and
-    `consumed_last`, the end of what its application consumed. Clients commit the position their application
-    reached, so a delivery is cut at that position; and when the member fetched the same offsets again before that
-    commit, it had dropped the earlier fetch (a revoked partition, a reset position): the earlier fetch is cut where
-    the new one starts. Members that never commit the partition give no evidence: their fetches count whole."""
+    `consumed_last`, the end of what its application consumed of the delivery.
+
+    Clients commit the position their application reached, so a delivery is cut at the member's next commit of the
+    partition. When the member's next step on the partition does not continue where the delivery ended (its next
+    fetch starts elsewhere, or its next commit jumps past offsets it never fetched), its position was reset in
+    between (the partition was revoked and reassigned, or reset to the committed offset): the delivery is then cut at the member's last commit before it (auto-commit clients commit on
+    revocation), or where the refetch starts. Members that never commit the partition give no evidence: their
+    fetches count whole."""
     key = ["group_id", "member_id", "topic", "partition"]
     marks = committed.select(*key, "ts", F.col("committed_offset").alias("_commit"))
+    is_fetch = F.col("delivery_id").isNotNull()
     both = (deliveries.unionByName(marks, allowMissingColumns=True)
             .withColumn("_us", F.unix_micros("ts"))
-            .withColumn("_fetch_clip", F.min(F.when(F.col("delivery_id").isNotNull(), F.col("clip")))
-                        .over(Window.partitionBy(*key, "ts")))
-            .withColumn("_fetch_us", F.when(F.col("delivery_id").isNotNull(), F.col("_us")))
+            .withColumn("_fetch_clip", F.min(F.when(is_fetch, F.col("clip"))).over(Window.partitionBy(*key, "ts")))
+            .withColumn("_resp_last", F.max(F.when(is_fetch, F.col("last_offset"))).over(Window.partitionBy(*key, "ts")))
+            .withColumn("_fetch_us", F.when(is_fetch, F.col("_us")))
             .withColumn("_commit_us", F.when(F.col("_commit").isNotNull(), F.col("_us"))))
-    later = Window.partitionBy(*key).orderBy("_us").rangeBetween(1, Window.unboundedFollowing)
+    ordered = Window.partitionBy(*key).orderBy("_us")
+    later = ordered.rangeBetween(1, Window.unboundedFollowing)
     nxt = {c: F.first(c, ignorenulls=True).over(later) for c in ["_commit", "_commit_us", "_fetch_us", "_fetch_clip"]}
     cut = F.when(F.col("next_position").isNull(), F.col("last_offset")).otherwise(
         F.least(F.col("last_offset"), F.col("next_position") - 1))
-    refetched = (F.col("next_position").isNotNull() & (F.col("_nfetch_us") < F.col("_ncommit_us"))
-                 & (F.col("_nfetch_clip") <= F.col("last_offset")))
+    fetch_first = F.col("_nfetch_us") < F.coalesce(F.col("_ncommit_us"), F.lit(2**62))
+    commit_first = F.col("_ncommit_us") <= F.coalesce(F.col("_nfetch_us"), F.lit(2**62))
+    # continuity is judged on the whole fetch response (its batches share a time), not on each batch
+    reset = ((fetch_first & (F.col("_nfetch_clip") != F.col("_resp_last") + 1))
+             | (commit_first & (F.col("next_position") > F.col("_resp_last") + 1)))
+    reset_at = F.coalesce(F.col("_prev_commit"),
+                          F.when(F.col("_nfetch_clip") <= F.col("last_offset"), F.col("_nfetch_clip")))
+    evidence = F.col("_prev_commit").isNotNull() | F.col("next_position").isNotNull()
     return (both.withColumn("next_position", nxt["_commit"]).withColumn("_ncommit_us", nxt["_commit_us"])
             .withColumn("_nfetch_us", nxt["_fetch_us"]).withColumn("_nfetch_clip", nxt["_fetch_clip"])
-            .where(F.col("delivery_id").isNotNull())
-            .withColumn("consumed_last", F.when(refetched, F.least(cut, F.col("_nfetch_clip") - 1)).otherwise(cut))
+            .withColumn("_prev_commit", F.last("_commit", ignorenulls=True).over(
+                ordered.rangeBetween(Window.unboundedPreceding, 0)))
+            .where(is_fetch)
+            .withColumn("consumed_last", F.when(reset & evidence & reset_at.isNotNull(),
+                                                F.least(F.col("last_offset"), reset_at - 1)).otherwise(cut))
             .drop("_commit", "_us", "_fetch_clip", "_fetch_us", "_commit_us", "_ncommit_us", "_nfetch_us",
-                  "_nfetch_clip"))
+                  "_nfetch_clip", "_prev_commit", "_resp_last"))
 
 
 def _coverage_runs(deliveries: DataFrame, key: list[str]) -> DataFrame:

@@ -1,0 +1,19 @@
+"""The README's schema tables are rendered from the schema modules: this keeps the documented contract true."""
+
+from pathlib import Path
+
+import pytest
+
+import dissect.schema
+import pipelines.schema
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+@pytest.mark.parametrize("module", [dissect.schema, pipelines.schema], ids=lambda m: m.__name__)
+def test_readme_schema_tables_match_the_code(module) -> None:
+    text = README.read_text()
+    begin, end = f"<!-- BEGIN {module.__name__} -->\n", f"<!-- END {module.__name__} -->"
+    documented = text[text.index(begin) + len(begin): text.index(end)]
+    assert documented.strip() == module.markdown(module.TABLES).strip(), (
+        f"README is out of date: paste `python -m {module.__name__} --markdown` between the {module.__name__} markers")
