@@ -30,8 +30,15 @@ RESPONSE_FIELDS = ("member_id", "generation_id", "member_epoch", "group_epoch", 
 SECRET_FIELDS = frozenset({"auth_bytes", "hmac", "salt", "salted_password"})
 RECORD_FIELDS = frozenset({"records", "unaligned_records"})
 NULL_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAA"
-LEGACY_PREFIX = "v3_and_below_"
-"""AddPartitionsToTxn v4 renamed its v0-3 fields (v3_and_below_transactional_id, ...): same meaning."""
+ALIASES = {
+    "v3_and_below_transactional_id": "transactional_id",
+    "v3_and_below_producer_id": "producer_id",
+    "v3_and_below_producer_epoch": "producer_epoch",
+    "generation_id_or_member_epoch": "generation_id",
+}
+"""Schema names that carry a wanted field under another name. AddPartitionsToTxn v4 renamed its v0-3 fields; Kafka
+4 renamed OffsetCommit's and TxnOffsetCommit's generation_id, which holds the member epoch for KIP-848 groups (the
+pipelines read it as such for those groups)."""
 
 _ANY, _WANTED, _ERROR, _TOPIC, _FLOAT = range(5)
 _PLANS: dict[tuple[str, ...], dict[tuple, tuple]] = {}  # wanted fields -> struct keys -> plan
@@ -84,8 +91,8 @@ def _plan(keys: tuple, d: dict, wanted: tuple[str, ...], plans: dict) -> tuple:
             steps.append((key, _ANY, None))
         elif key in wanted:
             steps.append((key, _WANTED, key))
-        elif key.startswith(LEGACY_PREFIX) and key[len(LEGACY_PREFIX):] in wanted:
-            steps.append((key, _WANTED, key[len(LEGACY_PREFIX):]))
+        elif ALIASES.get(key) in wanted:
+            steps.append((key, _WANTED, ALIASES[key]))
         elif key.endswith("error_code"):
             steps.append((key, _ERROR, None))
         elif key in ("topic", "topic_name"):

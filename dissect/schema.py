@@ -46,7 +46,8 @@ FRAMES = _schema(
     _field("group_id", pa.string(), "Consumer, share or classic group id the request names."),
     _field("member_id", pa.string(), "Group member id the request names (or the one the broker assigned)."),
     _field("group_instance_id", pa.string(), "Static membership instance id, where sent."),
-    _field("generation_id", pa.int32(), "Classic group generation (request's, or the one JoinGroup answered)."),
+    _field("generation_id", pa.int32(), "Classic group generation (request's, or the one JoinGroup answered); "
+           "OffsetCommit's `generation_id_or_member_epoch`, which is the member epoch in KIP-848 groups."),
     _field("member_epoch", pa.int32(), "KIP-848 / share-group member epoch the client sent."),
     _field("response_member_epoch", pa.int32(), "Member epoch the broker answered."),
     _field("group_epoch", pa.int32(), "Group epoch, where a message carries one."),

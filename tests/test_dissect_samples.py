@@ -152,6 +152,13 @@ def test_group_and_member_columns(sample: Dissected) -> None:
             assert set(row["topics"]) <= set(sample.truth["topics"])
 
 
+def test_offset_commits_carry_the_generation_or_member_epoch(sample: Dissected) -> None:
+    commits = [r for r in sample.table("frames") if r["api_name"] == "OffsetCommit" and r["api_version"] >= 1]
+    for row in commits:
+        sent = json.loads(row["request_json"])
+        assert row["generation_id"] == sent["generation_id_or_member_epoch"], row["correlation_id"]
+
+
 def test_share_rows_match_the_share_deliveries(sample: Dissected) -> None:
     deliveries = sample.truth["share_deliveries"]
     acked: Counter = Counter()
