@@ -9,7 +9,9 @@ import pytest
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator["pyspark.sql.SparkSession"]:  # noqa: F821 - pyspark imported lazily
-    """local[2] with few shuffle partitions: test frames are tiny, so 200 default partitions would only cost time."""
+    """local[2] with few shuffle partitions: test frames are tiny, so 200 default partitions would only cost time.
+    2 GB of driver heap: the pipelines' query plans are large (many windows and unions) and every test keeps adding
+    to the same JVM."""
     pytest.importorskip("pyspark")
     from pyspark.sql import SparkSession
 
@@ -23,7 +25,8 @@ def spark() -> Iterator["pyspark.sql.SparkSession"]:  # noqa: F821 - pyspark imp
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
         .config("spark.sql.adaptive.enabled", "false")
-        .config("spark.driver.memory", "1g")
+        .config("spark.driver.memory", "2g")
+        .config("spark.sql.ui.retainedExecutions", "5")
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")

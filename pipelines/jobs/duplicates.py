@@ -65,8 +65,8 @@ def _with_consumed(deliveries: DataFrame, committed: DataFrame) -> DataFrame:
     Clients commit the position their application reached, so a delivery is cut at the member's next commit of the
     partition. When the member's next step on the partition does not continue where the delivery ended (its next
     fetch starts elsewhere, or its next commit jumps past offsets it never fetched), its position was reset in
-    between (the partition was revoked and reassigned, or reset to the committed offset): the delivery is then cut at the member's last commit before it (auto-commit clients commit on
-    revocation), or where the refetch starts. Members that never commit the partition give no evidence: their
+    between (the partition was revoked and reassigned, or reset to the committed offset): the delivery is then cut where a refetch goes back to, or else at the member's last commit before it
+    (auto-commit clients commit on revocation). Members that never commit the partition give no evidence: their
     fetches count whole."""
     key = ["group_id", "member_id", "topic", "partition"]
     marks = committed.select(*key, "ts", F.col("committed_offset").alias("_commit"))
@@ -87,8 +87,8 @@ def _with_consumed(deliveries: DataFrame, committed: DataFrame) -> DataFrame:
     # continuity is judged on the whole fetch response (its batches share a time), not on each batch
     reset = ((fetch_first & (F.col("_nfetch_clip") != F.col("_resp_last") + 1))
              | (commit_first & (F.col("next_position") > F.col("_resp_last") + 1)))
-    reset_at = F.coalesce(F.col("_prev_commit"),
-                          F.when(F.col("_nfetch_clip") <= F.col("last_offset"), F.col("_nfetch_clip")))
+    backward = fetch_first & (F.col("_nfetch_clip") <= F.col("_resp_last"))
+    reset_at = F.when(backward, F.col("_nfetch_clip")).otherwise(F.col("_prev_commit"))
     evidence = F.col("_prev_commit").isNotNull() | F.col("next_position").isNotNull()
     return (both.withColumn("next_position", nxt["_commit"]).withColumn("_ncommit_us", nxt["_commit_us"])
             .withColumn("_nfetch_us", nxt["_fetch_us"]).withColumn("_nfetch_clip", nxt["_fetch_clip"])

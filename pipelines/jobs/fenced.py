@@ -5,10 +5,11 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from pipelines.jobs.common import LEADER_FENCING, MEMBER_FENCING, PRODUCER_FENCING, SHARE_SESSION_FENCING
+from pipelines.jobs.common import (
+    FENCING_ERRORS, LEADER_FENCING, MEMBER_FENCING, PRODUCER_FENCING, SHARE_SESSION_FENCING,
+)
 from pipelines.jobs.epochs import handed_epochs, used_epochs, with_current_epoch
 
-FENCING_ERRORS = MEMBER_FENCING + PRODUCER_FENCING + SHARE_SESSION_FENCING + LEADER_FENCING
 OUTPUT = ["kind", "group_id", "transactional_id", "member_id", "group_instance_id", "producer_id", "client_id",
           "stale_epoch", "current_epoch", "current_epoch_source", "error_code", "error_name", "api_key", "api_name",
           "correlation_id", "conn_id", "ts", "inferred", "requests"]

@@ -7,7 +7,7 @@ from pyspark.sql import functions as F
 
 from pipelines.jobs.common import (
     ADD_OFFSETS_TO_TXN, ADD_PARTITIONS_TO_TXN, END_TXN, INIT_PRODUCER_ID, PRODUCER_FENCING, TXN_OFFSET_COMMIT,
-    is_ok, request_str, response_str, with_client_host,
+    request_str, response_str, with_client_host,
 )
 
 TXN_APIS = [ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN, TXN_OFFSET_COMMIT]
