@@ -6,16 +6,13 @@ BIN := $(VENV)/bin
 DEBIAN_PACKAGES := default-jre-headless tshark tcpdump chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test bench system-packages clean
+.PHONY: demo test system-packages clean
 
 demo: $(BIN)/.installed system-packages
 	$(BIN)/kafkatap demo
 
 test: $(BIN)/.installed system-packages
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
-
-bench: $(BIN)/.installed system-packages
-	$(BIN)/python -m benchmarks
 
 system-packages:
 	@missing=""; \

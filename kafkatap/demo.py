@@ -22,7 +22,8 @@ def main(argv: list[str]) -> int:
 
     from dashboards.build import write_dashboard
     from dissect.run import dissect_captures
-    from pipelines.analyze import analyze
+    from pipelines.report import JOBS, run
+    from pipelines.session import get_spark
 
     out = Path(args.out).resolve()
     dissected, report, page = out / "dissected", out / "report", out / "dashboard.html"
@@ -32,7 +33,8 @@ def main(argv: list[str]) -> int:
     print(f"[1/3] dissecting {capture} -> {dissected}")
     dissect_captures([str(capture)], str(dissected), records=True, progress=True)
     print(f"[2/3] running the pipelines in Spark ({args.master}) -> {report}")
-    analyze(str(dissected), str(report), master=args.master)
+    summary = run(get_spark("kafkatap-demo", args.master), str(dissected), str(report), list(JOBS))
+    print(f"      fencings: {summary.get('fenced_epochs')}, records delivered again: {summary.get('duplicate_records')}")
     print(f"[3/3] writing the dashboard -> {page}")
     write_dashboard(str(report), str(page))
     print(f"done: open {page}")

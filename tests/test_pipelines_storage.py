@@ -57,9 +57,3 @@ def test_every_output_column_is_documented():
             assert field.metadata and field.metadata[b"doc"], f"{name}.{field.name}"
     assert "duplicate_records" in schema.SUMMARY_KEYS and "fenced_epochs" in schema.SUMMARY_KEYS
 
-
-def test_readme_tables_match_the_schemas():
-    from pathlib import Path
-
-    readme = (Path(schema.__file__).parent / "README.md").read_text()
-    assert schema.markdown(schema.TABLES) in readme, "re-render: python -m pipelines.schema --markdown"
