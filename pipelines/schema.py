@@ -11,267 +11,258 @@ import sys
 
 import pyarrow as pa
 
-from dissect.schema import markdown
+from dissect.schema import TS, column, markdown, table
 
-TS = pa.timestamp("us", tz="UTC")
 EPOCHS = pa.list_(pa.int32())
 NAMES = pa.list_(pa.string())
 
 
-def _field(name: str, type_: pa.DataType, doc: str) -> pa.Field:
-    return pa.field(name, type_, nullable=True, metadata={"doc": doc})
-
-
-def _schema(doc: str, *fields: pa.Field) -> pa.Schema:
-    return pa.schema(list(fields), metadata={"doc": doc})
-
-
-CONNECTIONS = _schema(
+CONNECTIONS = table(
     "sessions: one row per TCP connection seen in `frames/`.",
-    _field("conn_id", pa.string(), "Connection id (as in the dissector's tables)."),
-    _field("client_addr", pa.string(), "Client endpoint `ip:port`."),
-    _field("broker_addr", pa.string(), "Broker endpoint `ip:port`."),
-    _field("client_host", pa.string(), "Client ip (the address without the port), used to link connections."),
-    _field("client_id", pa.string(), "Most frequent client id on the connection."),
-    _field("client_ids", NAMES, "Every client id seen on the connection, sorted."),
-    _field("first_seen", TS, "First request or response time."),
-    _field("last_seen", TS, "Last request or response time."),
-    _field("requests", pa.int64(), "Frames on the connection (pairs and unpaired halves)."),
-    _field("requests_by_api", pa.map_(pa.string(), pa.int64()), "Frame count per api name."),
-    _field("request_bytes", pa.int64(), "Bytes client -> broker (sum of request sizes)."),
-    _field("response_bytes", pa.int64(), "Bytes broker -> client (sum of response sizes)."),
-    _field("errors", pa.int64(), "Responses with a non-zero error code."),
-    _field("unpaired", pa.int64(), "Requests or responses without their other half."),
-    _field("latency_p50_us", pa.int64(), "Median request latency (approximate percentile), microseconds."),
-    _field("latency_p99_us", pa.int64(), "99th percentile request latency (approximate), microseconds."),
+    column("conn_id", pa.string(), "Connection id (as in the dissector's tables)."),
+    column("client_addr", pa.string(), "Client endpoint `ip:port`."),
+    column("broker_addr", pa.string(), "Broker endpoint `ip:port`."),
+    column("client_host", pa.string(), "Client ip (the address without the port), used to link connections."),
+    column("client_id", pa.string(), "Most frequent client id on the connection."),
+    column("client_ids", NAMES, "Every client id seen on the connection, sorted."),
+    column("first_seen", TS, "First request or response time."),
+    column("last_seen", TS, "Last request or response time."),
+    column("requests", pa.int64(), "Frames on the connection (pairs and unpaired halves)."),
+    column("requests_by_api", pa.map_(pa.string(), pa.int64()), "Frame count per api name."),
+    column("request_bytes", pa.int64(), "Bytes client -> broker (sum of request sizes)."),
+    column("response_bytes", pa.int64(), "Bytes broker -> client (sum of response sizes)."),
+    column("errors", pa.int64(), "Responses with a non-zero error code."),
+    column("unpaired", pa.int64(), "Requests or responses without their other half."),
+    column("latency_p50_us", pa.int64(), "Median request latency (approximate percentile), microseconds."),
+    column("latency_p99_us", pa.int64(), "99th percentile request latency (approximate), microseconds."),
 )
 
-MEMBERS = _schema(
+MEMBERS = table(
     "sessions: one row per (group, member) of consumer groups, classic (JoinGroup) and KIP-848 alike.",
-    _field("kind", pa.string(), "`consumer_group` (KIP-848 ConsumerGroupHeartbeat) or `classic_group` (JoinGroup)."),
-    _field("group_id", pa.string(), "Group id."),
-    _field("member_id", pa.string(), "Member id."),
-    _field("group_instance_id", pa.string(), "Static membership instance id, when sent."),
-    _field("client_id", pa.string(), "Client id of the member's coordinator requests."),
-    _field("client_host", pa.string(), "Client ip of the member's coordinator connection(s)."),
-    _field("conn_ids", NAMES, "Coordinator connections the member used."),
-    _field("first_seen", TS, "First request naming the member (or the JoinGroup response assigning it)."),
-    _field("last_seen", TS, "Last request naming the member."),
-    _field("generations", EPOCHS, "Classic generations the broker handed this member (JoinGroup responses), sorted."),
-    _field("member_epochs", EPOCHS, "KIP-848 member epochs the broker handed this member, sorted."),
-    _field("joins", pa.int64(), "JoinGroup requests, or ConsumerGroupHeartbeats with member epoch 0."),
-    _field("heartbeats", pa.int64(), "Heartbeat / ConsumerGroupHeartbeat requests."),
-    _field("assignment_changes", pa.int64(),
+    column("kind", pa.string(), "`consumer_group` (KIP-848 ConsumerGroupHeartbeat) or `classic_group` (JoinGroup)."),
+    column("group_id", pa.string(), "Group id."),
+    column("member_id", pa.string(), "Member id."),
+    column("group_instance_id", pa.string(), "Static membership instance id, when sent."),
+    column("client_id", pa.string(), "Client id of the member's coordinator requests."),
+    column("client_host", pa.string(), "Client ip of the member's coordinator connection(s)."),
+    column("conn_ids", NAMES, "Coordinator connections the member used."),
+    column("first_seen", TS, "First request naming the member (or the JoinGroup response assigning it)."),
+    column("last_seen", TS, "Last request naming the member."),
+    column("generations", EPOCHS, "Classic generations the broker handed this member (JoinGroup responses), sorted."),
+    column("member_epochs", EPOCHS, "KIP-848 member epochs the broker handed this member, sorted."),
+    column("joins", pa.int64(), "JoinGroup requests, or ConsumerGroupHeartbeats with member epoch 0."),
+    column("heartbeats", pa.int64(), "Heartbeat / ConsumerGroupHeartbeat requests."),
+    column("assignment_changes", pa.int64(),
            "Assignments received that differ from the previous one (KIP-848 heartbeat responses carrying an "
            "assignment; classic SyncGroup responses whose opaque assignment bytes changed)."),
-    _field("partitions_gained", NAMES, "`topic:partition` gained over the member's life (KIP-848 only)."),
-    _field("partitions_lost", NAMES, "`topic:partition` lost over the member's life (KIP-848 only)."),
-    _field("final_assignment", NAMES, "Last assignment received, as `topic:partition` (KIP-848 only)."),
-    _field("ended", pa.string(),
+    column("partitions_gained", NAMES, "`topic:partition` gained over the member's life (KIP-848 only)."),
+    column("partitions_lost", NAMES, "`topic:partition` lost over the member's life (KIP-848 only)."),
+    column("final_assignment", NAMES, "Last assignment received, as `topic:partition` (KIP-848 only)."),
+    column("ended", pa.string(),
            "`left` (LeaveGroup or leave epoch -1/-2), `fenced` (last response a fencing error), `expired` (silent for "
            "longer than the session timeout before capture end) or `alive` (still heartbeating at capture end)."),
-    _field("end_ts", TS, "Time of the leave / fencing response / last request."),
-    _field("end_error", pa.string(), "Error name of the response that ended the member, when `fenced`."),
+    column("end_ts", TS, "Time of the leave / fencing response / last request."),
+    column("end_error", pa.string(), "Error name of the response that ended the member, when `fenced`."),
 )
 
-PRODUCERS = _schema(
+PRODUCERS = table(
     "sessions: one row per producer: transactional id when it has one, else producer id.",
-    _field("transactional_id", pa.string(), "Transactional id (null for idempotent / plain producers)."),
-    _field("producer_id", pa.int64(), "Last producer id seen (-1 for non-idempotent producers)."),
-    _field("producer_ids", pa.list_(pa.int64()), "Every producer id seen for this producer, sorted."),
-    _field("client_id", pa.string(), "Client id."),
-    _field("client_host", pa.string(), "Client ip."),
-    _field("first_seen", TS, "First request."),
-    _field("last_seen", TS, "Last request."),
-    _field("epochs", EPOCHS, "Producer epochs seen (InitProducerId answers and requests), sorted."),
-    _field("transactions", pa.int64(), "EndTxn requests (transactions ended)."),
-    _field("commits", pa.int64(), "EndTxn requests with `committed` true."),
-    _field("aborts", pa.int64(), "EndTxn requests with `committed` false."),
-    _field("failed_end_txns", pa.int64(), "EndTxn responses with an error."),
-    _field("batches", pa.int64(), "Record batches this producer sent in Produce requests."),
-    _field("records", pa.int64(), "Records in those batches."),
-    _field("bytes", pa.int64(), "Bytes of those batches."),
-    _field("ended", pa.string(),
+    column("transactional_id", pa.string(), "Transactional id (null for idempotent / plain producers)."),
+    column("producer_id", pa.int64(), "Last producer id seen (-1 for non-idempotent producers)."),
+    column("producer_ids", pa.list_(pa.int64()), "Every producer id seen for this producer, sorted."),
+    column("client_id", pa.string(), "Client id."),
+    column("client_host", pa.string(), "Client ip."),
+    column("first_seen", TS, "First request."),
+    column("last_seen", TS, "Last request."),
+    column("epochs", EPOCHS, "Producer epochs seen (InitProducerId answers and requests), sorted."),
+    column("transactions", pa.int64(), "EndTxn requests (transactions ended)."),
+    column("commits", pa.int64(), "EndTxn requests with `committed` true."),
+    column("aborts", pa.int64(), "EndTxn requests with `committed` false."),
+    column("failed_end_txns", pa.int64(), "EndTxn responses with an error."),
+    column("batches", pa.int64(), "Record batches this producer sent in Produce requests."),
+    column("records", pa.int64(), "Records in those batches."),
+    column("bytes", pa.int64(), "Bytes of those batches."),
+    column("ended", pa.string(),
            "`fenced` (last response a fencing error), `committed` / `aborted` (last transaction's outcome), "
            "`open_transaction` (transactional data after the last EndTxn) or `active` (no transactions)."),
-    _field("end_ts", TS, "Time of the event that decided `ended`."),
-    _field("end_error", pa.string(), "Error name when `fenced`."),
+    column("end_ts", TS, "Time of the event that decided `ended`."),
+    column("end_error", pa.string(), "Error name when `fenced`."),
 )
 
-TRANSACTIONS = _schema(
+TRANSACTIONS = table(
     "sessions: one row per transaction (transactional producers), ended by an EndTxn or open at capture end.",
-    _field("transactional_id", pa.string(), "Transactional id."),
-    _field("producer_id", pa.int64(), "Producer id."),
-    _field("producer_epoch", pa.int32(), "Producer epoch."),
-    _field("txn_index", pa.int64(), "0-based index of the transaction within (producer id, epoch)."),
-    _field("start_ts", TS, "First transactional request of the transaction (AddPartitionsToTxn, Produce, ...)."),
-    _field("end_ts", TS, "EndTxn request time (null when open)."),
-    _field("outcome", pa.string(), "`commit`, `abort`, `fenced` (a request of it was refused as fenced) or `open`."),
-    _field("end_error", pa.string(), "EndTxn response error name (`NONE` when it succeeded)."),
-    _field("batches", pa.int64(), "Transactional record batches produced in the transaction."),
-    _field("records", pa.int64(), "Records in them."),
-    _field("partitions", NAMES, "`topic:partition` written, sorted."),
+    column("transactional_id", pa.string(), "Transactional id."),
+    column("producer_id", pa.int64(), "Producer id."),
+    column("producer_epoch", pa.int32(), "Producer epoch."),
+    column("txn_index", pa.int64(), "0-based index of the transaction within (producer id, epoch)."),
+    column("start_ts", TS, "First transactional request of the transaction (AddPartitionsToTxn, Produce, ...)."),
+    column("end_ts", TS, "EndTxn request time (null when open)."),
+    column("outcome", pa.string(), "`commit`, `abort`, `fenced` (a request of it was refused as fenced) or `open`."),
+    column("end_error", pa.string(), "EndTxn response error name (`NONE` when it succeeded)."),
+    column("batches", pa.int64(), "Transactional record batches produced in the transaction."),
+    column("records", pa.int64(), "Records in them."),
+    column("partitions", NAMES, "`topic:partition` written, sorted."),
 )
 
-SHARE_MEMBERS = _schema(
+SHARE_MEMBERS = table(
     "sessions: one row per (share group, member).",
-    _field("group_id", pa.string(), "Share group id."),
-    _field("member_id", pa.string(), "Share member id."),
-    _field("client_id", pa.string(), "Client id."),
-    _field("client_host", pa.string(), "Client ip."),
-    _field("first_seen", TS, "First request naming the member."),
-    _field("last_seen", TS, "Last request naming the member."),
-    _field("member_epochs", EPOCHS, "ShareGroupHeartbeat member epochs the broker handed, sorted."),
-    _field("share_sessions", pa.int64(), "Share sessions opened (ShareFetch with share session epoch 0)."),
-    _field("max_share_session_epoch", pa.int32(), "Highest share session epoch used."),
-    _field("share_fetches", pa.int64(), "ShareFetch requests."),
-    _field("acquired_ranges", pa.int64(), "Acquired record ranges received."),
-    _field("acquired_records", pa.int64(), "Records acquired (sum of range lengths)."),
-    _field("accepted", pa.int64(), "Offsets acknowledged `accept`."),
-    _field("released", pa.int64(), "Offsets acknowledged `release`."),
-    _field("rejected", pa.int64(), "Offsets acknowledged `reject`."),
-    _field("renewed", pa.int64(), "Offsets acknowledged `renew`."),
-    _field("ended", pa.string(), "`left`, `fenced`, `expired` or `alive` (as for `sessions/members`)."),
-    _field("end_ts", TS, "Time of the event that decided `ended`."),
+    column("group_id", pa.string(), "Share group id."),
+    column("member_id", pa.string(), "Share member id."),
+    column("client_id", pa.string(), "Client id."),
+    column("client_host", pa.string(), "Client ip."),
+    column("first_seen", TS, "First request naming the member."),
+    column("last_seen", TS, "Last request naming the member."),
+    column("member_epochs", EPOCHS, "ShareGroupHeartbeat member epochs the broker handed, sorted."),
+    column("share_sessions", pa.int64(), "Share sessions opened (ShareFetch with share session epoch 0)."),
+    column("max_share_session_epoch", pa.int32(), "Highest share session epoch used."),
+    column("share_fetches", pa.int64(), "ShareFetch requests."),
+    column("acquired_ranges", pa.int64(), "Acquired record ranges received."),
+    column("acquired_records", pa.int64(), "Records acquired (sum of range lengths)."),
+    column("accepted", pa.int64(), "Offsets acknowledged `accept`."),
+    column("released", pa.int64(), "Offsets acknowledged `release`."),
+    column("rejected", pa.int64(), "Offsets acknowledged `reject`."),
+    column("renewed", pa.int64(), "Offsets acknowledged `renew`."),
+    column("ended", pa.string(), "`left`, `fenced`, `expired` or `alive` (as for `sessions/members`)."),
+    column("end_ts", TS, "Time of the event that decided `ended`."),
 )
 
-FETCH_LINKS = _schema(
+FETCH_LINKS = table(
     "sessions: which group member did the fetching on each fetch connection (matched on client id + client ip "
     "and overlapping activity; ambiguity is reported, never guessed).",
-    _field("conn_id", pa.string(), "Connection carrying Fetch requests."),
-    _field("client_id", pa.string(), "Client id of the fetches."),
-    _field("client_host", pa.string(), "Client ip."),
-    _field("first_fetch", TS, "First fetch on the connection."),
-    _field("last_fetch", TS, "Last fetch on the connection."),
-    _field("link", pa.string(), "`linked` (one candidate member), `ambiguous` (several) or `unlinked` (none)."),
-    _field("group_id", pa.string(), "The group, when every candidate is in the same group."),
-    _field("member_id", pa.string(), "The member, when `linked`."),
-    _field("candidates", NAMES, "Candidate members as `group/member_id`, sorted."),
+    column("conn_id", pa.string(), "Connection carrying Fetch requests."),
+    column("client_id", pa.string(), "Client id of the fetches."),
+    column("client_host", pa.string(), "Client ip."),
+    column("first_fetch", TS, "First fetch on the connection."),
+    column("last_fetch", TS, "Last fetch on the connection."),
+    column("link", pa.string(), "`linked` (one candidate member), `ambiguous` (several) or `unlinked` (none)."),
+    column("group_id", pa.string(), "The group, when every candidate is in the same group."),
+    column("member_id", pa.string(), "The member, when `linked`."),
+    column("candidates", NAMES, "Candidate members as `group/member_id`, sorted."),
 )
 
-FENCED_EPOCHS = _schema(
+FENCED_EPOCHS = table(
     "One row per fencing, reported by the broker (an error) or inferred (a zombie using an epoch older than one "
     "already handed to the same member / producer, with no broker error).",
-    _field("kind", pa.string(),
+    column("kind", pa.string(),
            "`consumer_group` (KIP-848), `classic_group`, `share_group`, `producer` or `partition_leader` "
            "(FENCED_LEADER_EPOCH)."),
-    _field("group_id", pa.string(), "Group id, for group fencings."),
-    _field("transactional_id", pa.string(), "Transactional id, for producer fencings."),
-    _field("member_id", pa.string(), "Fenced member id."),
-    _field("group_instance_id", pa.string(), "Fenced static instance id."),
-    _field("producer_id", pa.int64(), "Fenced producer id."),
-    _field("client_id", pa.string(), "Client id of the rejected request."),
-    _field("stale_epoch", pa.int32(),
+    column("group_id", pa.string(), "Group id, for group fencings."),
+    column("transactional_id", pa.string(), "Transactional id, for producer fencings."),
+    column("member_id", pa.string(), "Fenced member id."),
+    column("group_instance_id", pa.string(), "Fenced static instance id."),
+    column("producer_id", pa.int64(), "Fenced producer id."),
+    column("client_id", pa.string(), "Client id of the rejected request."),
+    column("stale_epoch", pa.int32(),
            "Epoch the rejected request used: member epoch, generation, producer epoch or share session epoch."),
-    _field("current_epoch", pa.int32(), "Latest epoch the broker had handed to the same party before (null if unseen)."),
-    _field("current_epoch_source", pa.string(),
+    column("current_epoch", pa.int32(), "Latest epoch the broker had handed to the same party before (null if unseen)."),
+    column("current_epoch_source", pa.string(),
            "Where `current_epoch` came from: `<api> response corr=<id> conn=<conn_id> at <ts>`."),
-    _field("error_code", pa.int16(), "Broker error code; for inferred rows the response's (non-fencing) error, null "
+    column("error_code", pa.int16(), "Broker error code; for inferred rows the response's (non-fencing) error, null "
            "when the request had no response."),
-    _field("error_name", pa.string(), "Name of `error_code`."),
-    _field("api_key", pa.int16(), "Api key of the rejected request."),
-    _field("api_name", pa.string(), "Api name of the rejected request."),
-    _field("correlation_id", pa.int32(), "Correlation id of the rejected request."),
-    _field("conn_id", pa.string(), "Connection of the rejected request."),
-    _field("ts", TS, "Time of the rejected request."),
-    _field("inferred", pa.bool_(), "True when no broker error said so (zombie detected from the epochs alone)."),
-    _field("requests", pa.int64(),
+    column("error_name", pa.string(), "Name of `error_code`."),
+    column("api_key", pa.int16(), "Api key of the rejected request."),
+    column("api_name", pa.string(), "Api name of the rejected request."),
+    column("correlation_id", pa.int32(), "Correlation id of the rejected request."),
+    column("conn_id", pa.string(), "Connection of the rejected request."),
+    column("ts", TS, "Time of the rejected request."),
+    column("inferred", pa.bool_(), "True when no broker error said so (zombie detected from the epochs alone)."),
+    column("requests", pa.int64(),
            "Requests folded into this row: the same party using the same stale epoch again (retries, a zombie that "
            "keeps going) is one fencing; the row shows the first rejected request."),
 )
 
-DUPLICATE_DELIVERIES = _schema(
+DUPLICATE_DELIVERIES = table(
     "One row per offset range delivered (or appended) more than once.",
-    _field("kind", pa.string(),
+    column("kind", pa.string(),
            "`consumer_group` (KIP-848), `classic_group`, `share_group`, `producer`, or `none` for fetches no group "
            "member could be linked to (assign() consumers; then duplicates are per client id and ip)."),
-    _field("group_id", pa.string(), "Group id (null when the fetches could not be linked to a group)."),
-    _field("topic", pa.string(), "Topic."),
-    _field("partition", pa.int32(), "Partition."),
-    _field("first_offset", pa.int64(), "First offset of the range (for producers: of the duplicate append)."),
-    _field("last_offset", pa.int64(), "Last offset of the range, inclusive."),
-    _field("records", pa.int64(),
+    column("group_id", pa.string(), "Group id (null when the fetches could not be linked to a group)."),
+    column("topic", pa.string(), "Topic."),
+    column("partition", pa.int32(), "Partition."),
+    column("first_offset", pa.int64(), "First offset of the range (for producers: of the duplicate append)."),
+    column("last_offset", pa.int64(), "Last offset of the range, inclusive."),
+    column("records", pa.int64(),
            "Records in the range (fewer than the range length on compacted topics, when `records/` was present)."),
-    _field("deliveries", pa.int64(),
+    column("deliveries", pa.int64(),
            "Times the range was delivered (or appended): 2 or more. Consumer groups: deliveries the application "
            "consumed (fetches cut at the member's next commit); for `wire_only` rows, the fetches."),
-    _field("first_delivery_ts", TS, "First delivery (fetch response / acquisition / append) time."),
-    _field("redelivery_ts", TS, "First redelivery time."),
-    _field("first_member_id", pa.string(), "Member of the first delivery (null when unlinked or ambiguous)."),
-    _field("redelivery_member_id", pa.string(), "Member of the first redelivery."),
-    _field("first_conn_id", pa.string(), "Connection of the first delivery."),
-    _field("redelivery_conn_id", pa.string(), "Connection of the first redelivery."),
-    _field("first_client_id", pa.string(), "Client id of the first delivery."),
-    _field("redelivery_client_id", pa.string(), "Client id of the first redelivery."),
-    _field("delivery_count", pa.int32(),
+    column("first_delivery_ts", TS, "First delivery (fetch response / acquisition / append) time."),
+    column("redelivery_ts", TS, "First redelivery time."),
+    column("first_member_id", pa.string(), "Member of the first delivery (null when unlinked or ambiguous)."),
+    column("redelivery_member_id", pa.string(), "Member of the first redelivery."),
+    column("first_conn_id", pa.string(), "Connection of the first delivery."),
+    column("redelivery_conn_id", pa.string(), "Connection of the first redelivery."),
+    column("first_client_id", pa.string(), "Client id of the first delivery."),
+    column("redelivery_client_id", pa.string(), "Client id of the first redelivery."),
+    column("delivery_count", pa.int32(),
            "Share groups: the broker's highest delivery count for the range (it also counts deliveries before the "
            "capture began, which `deliveries` cannot see)."),
-    _field("ack_history", NAMES,
+    column("ack_history", NAMES,
            "Share groups: acks of the range before its second acquisition, as `ack_type@ts`, in time order."),
-    _field("producer_id", pa.int64(), "Producers: producer id."),
-    _field("producer_epoch", pa.int32(), "Producers: producer epoch."),
-    _field("base_sequence", pa.int32(), "Producers: base sequence of the appended batch."),
-    _field("original_offset", pa.int64(), "Producers: offset of the first append of the same batch."),
-    _field("cause", pa.string(),
+    column("producer_id", pa.int64(), "Producers: producer id."),
+    column("producer_epoch", pa.int32(), "Producers: producer epoch."),
+    column("base_sequence", pa.int32(), "Producers: base sequence of the appended batch."),
+    column("original_offset", pa.int64(), "Producers: offset of the first append of the same batch."),
+    column("cause", pa.string(),
            "Likely cause, from the group's events between the two deliveries. Consumer groups: `fencing`, `rebalance`, "
            "`seek_to_committed` (an OffsetFetch), `refetch` (none of those), `unlinked` (no group known). "
            "Share groups (the last ack before the second acquisition): `released`, `rejected`, `lock_timeout` (no ack). "
            "Producers: `retry_appended_twice`, "
            "`possible_retry` (non-idempotent identical records, inferred from record hashes)."),
-    _field("possible", pa.bool_(), "True when inferred from record hashes rather than proven by offsets."),
-    _field("first_position", pa.int64(),
+    column("possible", pa.bool_(), "True when inferred from record hashes rather than proven by offsets."),
+    column("first_position", pa.int64(),
            "Consumer groups: the offset the first member next committed (or tried to) for the partition after its "
            "delivery; null when it sent no commit."),
-    _field("wire_only", pa.bool_(),
+    column("wire_only", pa.bool_(),
            "Consumer groups: true when the range was fetched at least twice but, by the members' own next commits, "
            "consumed at most once (fetched records dropped on a revocation or held by a frozen process). Not counted "
            "in `duplicate_records`."),
-    _field("wire_deliveries", pa.int64(), "Consumer groups: fetch responses that carried the range."),
+    column("wire_deliveries", pa.int64(), "Consumer groups: fetch responses that carried the range."),
 )
 
-THROUGHPUT_DATA = _schema(
+THROUGHPUT_DATA = table(
     "throughput: record data per time window, topic, partition, client and broker.",
-    _field("window_start", TS, "Window start."),
-    _field("window_end", TS, "Window end (exclusive)."),
-    _field("direction", pa.string(), "`produce`, `fetch` or `share_fetch`."),
-    _field("topic", pa.string(), "Topic."),
-    _field("partition", pa.int32(), "Partition."),
-    _field("client_id", pa.string(), "Client id."),
-    _field("broker_addr", pa.string(), "Broker endpoint."),
-    _field("batches", pa.int64(), "Record batches."),
-    _field("records", pa.int64(), "Records."),
-    _field("bytes", pa.int64(), "Batch bytes on the wire."),
+    column("window_start", TS, "Window start."),
+    column("window_end", TS, "Window end (exclusive)."),
+    column("direction", pa.string(), "`produce`, `fetch` or `share_fetch`."),
+    column("topic", pa.string(), "Topic."),
+    column("partition", pa.int32(), "Partition."),
+    column("client_id", pa.string(), "Client id."),
+    column("broker_addr", pa.string(), "Broker endpoint."),
+    column("batches", pa.int64(), "Record batches."),
+    column("records", pa.int64(), "Records."),
+    column("bytes", pa.int64(), "Batch bytes on the wire."),
 )
 
-THROUGHPUT_REQUESTS = _schema(
+THROUGHPUT_REQUESTS = table(
     "throughput: requests per time window, api and broker, with latency percentiles and errors.",
-    _field("window_start", TS, "Window start."),
-    _field("window_end", TS, "Window end (exclusive)."),
-    _field("api_key", pa.int16(), "Api key."),
-    _field("api_name", pa.string(), "Api name."),
-    _field("broker_addr", pa.string(), "Broker endpoint."),
-    _field("requests", pa.int64(), "Frames (request/response pairs and unpaired halves)."),
-    _field("errors", pa.int64(), "Responses with a non-zero error code."),
-    _field("error_rate", pa.float64(), "`errors / requests`."),
-    _field("unpaired", pa.int64(), "Unpaired halves."),
-    _field("request_bytes", pa.int64(), "Request bytes."),
-    _field("response_bytes", pa.int64(), "Response bytes."),
-    _field("latency_p50_us", pa.int64(), "Median latency (approximate), microseconds."),
-    _field("latency_p95_us", pa.int64(), "95th percentile latency (approximate)."),
-    _field("latency_p99_us", pa.int64(), "99th percentile latency (approximate)."),
-    _field("latency_max_us", pa.int64(), "Maximum latency."),
+    column("window_start", TS, "Window start."),
+    column("window_end", TS, "Window end (exclusive)."),
+    column("api_key", pa.int16(), "Api key."),
+    column("api_name", pa.string(), "Api name."),
+    column("broker_addr", pa.string(), "Broker endpoint."),
+    column("requests", pa.int64(), "Frames (request/response pairs and unpaired halves)."),
+    column("errors", pa.int64(), "Responses with a non-zero error code."),
+    column("error_rate", pa.float64(), "`errors / requests`."),
+    column("unpaired", pa.int64(), "Unpaired halves."),
+    column("request_bytes", pa.int64(), "Request bytes."),
+    column("response_bytes", pa.int64(), "Response bytes."),
+    column("latency_p50_us", pa.int64(), "Median latency (approximate), microseconds."),
+    column("latency_p95_us", pa.int64(), "95th percentile latency (approximate)."),
+    column("latency_p99_us", pa.int64(), "99th percentile latency (approximate)."),
+    column("latency_max_us", pa.int64(), "Maximum latency."),
 )
 
-THROUGHPUT_LAG = _schema(
+THROUGHPUT_LAG = table(
     "throughput: consumer lag per time window, where fetch responses carry high watermarks.",
-    _field("window_start", TS, "Window start."),
-    _field("window_end", TS, "Window end (exclusive)."),
-    _field("topic", pa.string(), "Topic."),
-    _field("partition", pa.int32(), "Partition."),
-    _field("client_id", pa.string(), "Fetching client id."),
-    _field("high_watermark", pa.int64(), "Highest high watermark seen in the window."),
-    _field("next_offset", pa.int64(), "Highest `last_offset + 1` fetched in the window."),
-    _field("lag", pa.int64(), "`high_watermark - next_offset` (records behind at the window's end)."),
+    column("window_start", TS, "Window start."),
+    column("window_end", TS, "Window end (exclusive)."),
+    column("topic", pa.string(), "Topic."),
+    column("partition", pa.int32(), "Partition."),
+    column("client_id", pa.string(), "Fetching client id."),
+    column("high_watermark", pa.int64(), "Highest high watermark seen in the window."),
+    column("next_offset", pa.int64(), "Highest `last_offset + 1` fetched in the window."),
+    column("lag", pa.int64(), "`high_watermark - next_offset` (records behind at the window's end)."),
 )
 
 TABLES: dict[str, pa.Schema] = {
@@ -317,8 +308,12 @@ SUMMARY_KEYS: dict[str, str] = {
 }
 
 
+def document() -> str:
+    """The README's section for the report: its tables, then the keys of summary.json."""
+    keys = "\n".join(f"| `{k}` | {v} |" for k, v in SUMMARY_KEYS.items())
+    return f"{markdown(TABLES)}\n#### `summary.json`\n\n| key | meaning |\n|---|---|\n{keys}"
+
+
 if __name__ == "__main__":
     if "--markdown" in sys.argv:
-        print(markdown(TABLES))
-        print("#### `summary.json`\n\n| key | meaning |\n|---|---|")
-        print("\n".join(f"| `{k}` | {v} |" for k, v in SUMMARY_KEYS.items()))
+        print(document())

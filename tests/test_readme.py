@@ -15,5 +15,5 @@ def test_readme_schema_tables_match_the_code(module) -> None:
     text = README.read_text()
     begin, end = f"<!-- BEGIN {module.__name__} -->\n", f"<!-- END {module.__name__} -->"
     documented = text[text.index(begin) + len(begin): text.index(end)]
-    assert documented.strip() == module.markdown(module.TABLES).strip(), (
+    assert documented.strip() == module.document().strip(), (
         f"README is out of date: paste `python -m {module.__name__} --markdown` between the {module.__name__} markers")
