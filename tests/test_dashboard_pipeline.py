@@ -6,13 +6,12 @@ refused. What the page must show is taken from the sample's ground truth, never 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 from dashboards.build import write_dashboard
-from samples import sample_path, truth_path
+from samples import capture_path, load_truth
 from tests.test_dashboard_browser import CHROMIUM, lanes, rendered
 
 SAMPLE = "classic_group"
@@ -30,7 +29,7 @@ def sample_page(spark, tmp_path_factory: pytest.TempPathFactory) -> Path:  # noq
     from pipelines.report import JOBS, run
 
     root = tmp_path_factory.mktemp(SAMPLE)
-    dissect_captures([str(sample_path(SAMPLE))], str(root / "frames"), records=True)
+    dissect_captures([str(capture_path(SAMPLE))], str(root / "frames"), records=True)
     run(spark, str(root / "frames"), str(root / "report"), list(JOBS))
     page = root / "dashboard.html"
     write_dashboard(str(root / "report"), str(page))
@@ -38,7 +37,7 @@ def sample_page(spark, tmp_path_factory: pytest.TempPathFactory) -> Path:  # noq
 
 
 def test_sample_dashboard_draws_and_shows_the_fenced_member(sample_page: Path, tmp_path: Path) -> None:
-    truth = json.loads(truth_path(SAMPLE).read_text())
+    truth = load_truth(SAMPLE)
     [fencing] = truth["fenced_epochs"]
     dom = rendered(sample_page, tmp_path)
     drawn = lanes(dom)
