@@ -40,7 +40,7 @@ def figure(title: str, *, height: int = 320, x_title: str = "", y_title: str = "
         showlegend=legend, hoverlabel={"font": {"family": FONT}},
         # below the tick labels (two lines on a time axis), whatever the plot's height
         legend={"orientation": "h", "yanchor": "top", "x": 0,
-                "y": -(30 + 22 * time_x + 34 * bool(x_title)) / (height - margin["t"] - margin["b"])},
+                "y": -(30 + 28 * time_x + 34 * bool(x_title)) / (height - margin["t"] - margin["b"])},
     )
     axis = {"gridcolor": "#e5e7eb", "linecolor": "#cbd5e1", "zeroline": False, "automargin": True}
     fig.update_xaxes(title_text=esc_plot(x_title), **axis)
@@ -83,6 +83,15 @@ def rebucket(df: pd.DataFrame, ts: str, keys: list[str], values: list[str], mini
     out = df.assign(**{ts: df[ts].dt.floor(step)})
     out = out.groupby([ts, *keys], dropna=False, as_index=False)[values].agg(how)
     return out, pd.date_range(start.floor(step), end.floor(step), freq=step)
+
+
+def steps(series: pd.Series) -> tuple[list, list]:
+    """A bucketed series as the x/y of a step line (`shape="hv"`) that also draws its last bucket to the bucket's
+    end: without the extra point a capture shorter than two windows would draw nothing at all."""
+    if series.empty:
+        return [], []
+    step = pd.Timedelta(series.index.freq) if series.index.freq is not None else pd.Timedelta(0)
+    return [*series.index, series.index[-1] + step], [*series.to_numpy(), series.iloc[-1]]
 
 
 def top_series(df: pd.DataFrame, key: str, weight: str, n: int = MAX_SERIES) -> pd.DataFrame:

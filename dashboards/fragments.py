@@ -51,6 +51,11 @@ def is_missing(value: object) -> bool:
         return False
 
 
+def is_true(value: object) -> bool:
+    """A nullable boolean cell (Python, numpy or pandas) that is true."""
+    return not is_missing(value) and bool(value)
+
+
 def fmt_int(value: object) -> str:
     return "" if is_missing(value) else f"{int(value):,}"
 
@@ -104,6 +109,12 @@ def fmt_conn(value: object) -> str:
     if is_missing(value):
         return ""
     return str(value).split("@", 1)[0].replace(">", " → ")
+
+
+def fmt_acks(value: object) -> str:
+    """`release@2026-11-22T03:26:50.324202Z` entries shortened to `release@03:26:50.324`."""
+    return ", ".join(f"{kind}@{fmt_ts(at)}" if at else kind
+                     for kind, _, at in (str(item).partition("@") for item in (value if value is not None else [])))
 
 
 def fmt_text(value: object) -> str:

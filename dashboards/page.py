@@ -106,7 +106,8 @@ RENDER = r"""
   charts.forEach(function (div) {
     try {
       var spec = JSON.parse(document.getElementById(div.getAttribute('data-figure')).textContent);
-      Plotly.newPlot(div, spec.data, spec.layout, {responsive: true, displaylogo: false, displayModeBar: false}).then(function () {
+      var config = {responsive: true, displaylogo: false, displayModeBar: false};
+      Plotly.newPlot(div, spec.data, spec.layout, config).then(function () {
         drawn += 1;
         body.setAttribute('data-charts-drawn', String(drawn));
       }, function (err) { record('chart ' + div.id + ': ' + err); });

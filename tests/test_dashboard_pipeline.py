@@ -1,7 +1,8 @@
 """The real chain on a bundled sample: dissect -> every pipeline in local Spark -> dashboard -> headless Chromium.
 
-`classic_group` is the sample with a fencing: kt-member-2 stalls past its session timeout and its next request is
-refused. What the page must show is taken from the sample's ground truth, never from the report itself.
+`day_in_the_life` is the demo's sample: a fenced KIP-848 member, a fenced share member, a zombie transactional
+producer, duplicate share deliveries. What the page must show is taken from the sample's ground truth, never from the
+report itself.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from dashboards.build import write_dashboard
 from samples import capture_path, load_truth
 from tests.test_dashboard_browser import CHROMIUM, lanes, rendered
 
-SAMPLE = "classic_group"
+SAMPLE = "day_in_the_life"
 
 pytestmark = [
     pytest.mark.spark,
@@ -36,14 +37,16 @@ def sample_page(spark, tmp_path_factory: pytest.TempPathFactory) -> Path:  # noq
     return page
 
 
-def test_sample_dashboard_draws_and_shows_the_fenced_member(sample_page: Path, tmp_path: Path) -> None:
+def test_sample_dashboard_draws_and_shows_every_fencing(sample_page: Path, tmp_path: Path) -> None:
     truth = load_truth(SAMPLE)
-    [fencing] = truth["fenced_epochs"]
     dom = rendered(sample_page, tmp_path)
     drawn = lanes(dom)
-    # lanes show member ids shortened to 25 characters
-    assert any(lane.startswith(fencing["member_id"][:25]) for lane in drawn), drawn
-    assert 'data-unformatted="fencing"' in dom
-    assert fencing["error_name"] in dom
+    assert truth["fenced_epochs"] and 'data-unformatted="fencing"' in dom
+    for fencing in truth["fenced_epochs"]:
+        if fencing["member_id"]:  # group members' lanes show the member id, shortened to 25 characters
+            assert any(lane.startswith(fencing["member_id"][:25]) for lane in drawn), (fencing, drawn)
+        else:
+            assert any(lane.startswith(fencing["transactional_id"]) for lane in drawn), (fencing, drawn)
+        assert fencing["error_name"] in dom
     for group in truth["groups"]:
         assert group["group_id"] in dom

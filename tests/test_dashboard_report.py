@@ -20,8 +20,10 @@ import pytest
 
 from dashboards.build import render_dashboard, write_dashboard
 from dashboards.charts import MAX_BUCKETS, rebucket
+from dashboards.cli import main as cli_main
 from dashboards.fragments import Col, fmt_int, table
 from dashboards.load import Report
+from dashboards.sections.share import delivery_counts
 from pipelines.schema import TABLES
 
 T0 = datetime(2026, 11, 22, 10, 0, 0, tzinfo=timezone.utc)
@@ -97,7 +99,8 @@ def _transactions() -> list[dict]:
              (1, 2, 80, None, "open")]
     return [{"transactional_id": "orders-tx", "producer_id": 1000, "producer_epoch": epoch, "txn_index": index,
              "start_ts": at(start), "end_ts": at(end) if end else None, "outcome": outcome,
-             "end_error": "NONE" if end else None, "batches": 10, "records": 100, "partitions": ["orders:0", "orders:1"]}
+             "end_error": "NONE" if end else None, "batches": 10, "records": 100,
+             "partitions": ["orders:0", "orders:1"]}
             for epoch, index, start, end, outcome in spans]
 
 
@@ -262,6 +265,7 @@ def test_every_section_is_on_the_page_with_its_anchor(report_dir: Path) -> None:
         assert f'id="{anchor}"' in html and f'href="#{anchor}"' in html
     assert "<script src=" not in html and "<link" not in html  # nothing loaded from the network
     assert FENCED_MEMBER in html and "FENCED_MEMBER_EPOCH" in html and "PRODUCER_FENCED" in html
+    assert "inferred: no broker error" in html  # the classic zombie's hover says why it counts as fenced
 
 
 def test_empty_report_says_what_would_fill_each_section(tmp_path: Path) -> None:
@@ -293,3 +297,18 @@ def test_write_dashboard_creates_the_file(report_dir: Path, tmp_path: Path) -> N
     write_dashboard(str(report_dir), str(out))
     assert out.stat().st_size > 1_000_000  # plotly.js is inlined
     assert not list(out.parent.glob(".dashboard-*"))
+
+
+def test_delivery_counts_spread_each_range_over_its_deliveries() -> None:
+    # 100 records acquired: a 10-record range delivered twice (count 2 at the redelivery), a 1-record range three
+    # times (count 3 at the last), and 100 - 10*2 - 1*3 = 77 records delivered once
+    ranges = pd.DataFrame({"deliveries": [2, 3], "delivery_count": [2, 3], "records": [10, 1]})
+    assert delivery_counts(100, ranges).to_dict() == {1: 77 + 10 + 1, 2: 10 + 1, 3: 1}
+
+
+def test_cli_writes_the_page_and_refuses_a_missing_report(report_dir: Path, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture) -> None:
+    out = tmp_path / "d.html"
+    assert cli_main([str(report_dir), "-o", str(out)]) == 0 and out.exists()
+    assert cli_main([str(tmp_path / "missing"), "-o", str(tmp_path / "x.html")]) == 2
+    assert "kafkatap analyze" in capsys.readouterr().err

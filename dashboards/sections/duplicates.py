@@ -3,13 +3,12 @@ likely cause."""
 
 from __future__ import annotations
 
+import pandas as pd
 import plotly.graph_objects as go
 
 from dashboards.charts import figure
-from dashboards.fragments import Col, Section, empty, esc_plot, fmt_int, fmt_list, fmt_ts, note, table
+from dashboards.fragments import Col, Section, empty, esc_plot, fmt_acks, fmt_int, fmt_ts, is_true, note, table
 from dashboards.load import Report
-
-import pandas as pd
 
 
 def _cause_chart(dups: pd.DataFrame) -> go.Figure:
@@ -17,9 +16,10 @@ def _cause_chart(dups: pd.DataFrame) -> go.Figure:
     by = again.groupby([again["kind"].fillna("?"), again["cause"].fillna("unknown")])["again"].sum().reset_index()
     kinds = by["kind"].nunique()
     fig = figure("Records delivered again, by cause" + ("" if kinds > 1 else f" ({by['kind'].iloc[0]})"),
-                 height=max(220, 90 + 26 * len(by)), x_title="records", legend=kinds > 1)
+                 height=max(220, 90 + 26 * len(by)), legend=kinds > 1)
     for kind, part in by.groupby("kind"):
-        fig.add_bar(y=[esc_plot(c) for c in part["cause"]], x=part["again"].to_numpy(), orientation="h", name=esc_plot(kind),
+        fig.add_bar(y=[esc_plot(c) for c in part["cause"]], x=part["again"].to_numpy(), orientation="h",
+                    name=esc_plot(kind),
                     hovertemplate=f"{esc_plot(kind)} · %{{y}}: %{{x:,}} records<extra></extra>")
     fig.update_layout(barmode="stack", margin={"l": 160})
     return fig
@@ -42,7 +42,7 @@ def render(report: Report) -> Section:
         Col("cause", "cause"), Col("first_delivery_ts", "first delivery", fmt_ts),
         Col("first_member_id", "first member"), Col("first_client_id", "first client"),
         Col("redelivery_ts", "redelivery", fmt_ts), Col("redelivery_member_id", "redelivered to"),
-        Col("redelivery_client_id", "redelivery client"), Col("ack_history", "earlier acks", fmt_list),
+        Col("redelivery_client_id", "redelivery client"), Col("ack_history", "earlier acks", fmt_acks, wrap=True),
         Col("producer_id", "producer id", fmt_int, numeric=True),
         Col("base_sequence", "base sequence", fmt_int, numeric=True),
         Col("original_offset", "original offset", fmt_int, numeric=True),
@@ -50,6 +50,6 @@ def render(report: Report) -> Section:
     return Section("duplicates", "Duplicate deliveries", [
         _cause_chart(dups),
         table(dups.sort_values("first_delivery_ts"), cols, table_id="duplicates-table",
-              source="duplicate_deliveries", cell_class=lambda r: "row-warn" if r["possible"] is True else ""),
+              source="duplicate_deliveries", cell_class=lambda r: "row-warn" if is_true(r["possible"]) else ""),
         note("Amber rows are possible duplicates inferred from record hashes rather than proven by offsets."),
     ], lead=lead)

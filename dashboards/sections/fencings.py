@@ -5,8 +5,23 @@ from __future__ import annotations
 
 import pandas as pd
 
-from dashboards.fragments import Col, Section, empty, fmt_conn, fmt_int, fmt_text, fmt_ts, note, table
+from dashboards.fragments import (Col, Section, empty, esc_plot, fmt_conn, fmt_int, fmt_text, fmt_ts, fmt_ts_full,
+                                  is_true, note, table)
 from dashboards.load import Report
+
+
+def fencing_hover(f: pd.Series, who: object) -> str:
+    """A fencing mark's hover in the timelines: the error (or why it was inferred) and the epoch evidence."""
+    how = ("inferred: no broker error, the epoch was older than one already handed" if is_true(f.get("inferred"))
+           else f"broker answered <b>{esc_plot(f.get('error_name'))}</b>")
+    lines = [f"<b>FENCED</b> {esc_plot(who)}", how, f"at {esc_plot(fmt_ts_full(f['ts']))}",
+             f"used epoch {esc_plot(f.get('stale_epoch'))}; current {esc_plot(f.get('current_epoch'))}",
+             f"evidence: {esc_plot(f.get('current_epoch_source') or 'no earlier epoch seen')}",
+             f"rejected {esc_plot(f.get('api_name'))} corr {esc_plot(f.get('correlation_id'))}"
+             f" on {esc_plot(fmt_conn(f.get('conn_id')))}"]
+    if pd.notna(f.get("requests")) and int(f["requests"]) > 1:
+        lines.append(f"{int(f['requests']):,} requests with this stale epoch")
+    return "<br>".join(lines)
 
 
 def _party(f: pd.DataFrame) -> pd.Series:
@@ -40,6 +55,6 @@ def render(report: Report) -> Section:
     ]
     return Section("fencings", "Fencings", [
         table(fenced.sort_values("ts"), cols, table_id="fencings-table", source="fenced_epochs",
-              cell_class=lambda r: "row-warn" if r["inferred"] is True else "row-bad"),
+              cell_class=lambda r: "row-warn" if is_true(r["inferred"]) else "row-bad"),
         note("Click a column header to sort. Red rows: the broker said so; amber: inferred from the epochs alone."),
     ], lead=lead)

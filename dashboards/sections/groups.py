@@ -14,6 +14,7 @@ import plotly.graph_objects as go
 from dashboards.charts import capture_range, figure
 from dashboards.fragments import Col, Section, empty, esc_plot, fmt_int, fmt_ts_full, note, table
 from dashboards.load import Report
+from dashboards.sections.fencings import fencing_hover
 
 GROUP_KINDS = ("consumer_group", "classic_group", "share_group")
 MAX_GROUPS = 12
@@ -54,8 +55,10 @@ def _lane_labels(group: pd.DataFrame) -> pd.Series:
     """`member (client)`, shortened; unique per group so two members never share a lane."""
     labels, seen = [], set()
     for member, client in zip(group["member_id"].fillna("?"), group["client_id"].fillna("?")):
-        short = member if len(member) <= 26 else member[:25] + "…"
-        label = f"{short} ({client})"
+        if member.startswith(client):  # classic member ids are `client_id-uuid`: the client is already there
+            label = member if len(member) <= 36 else member[:35] + "…"
+        else:
+            label = f"{member if len(member) <= 26 else member[:25] + '…'} ({client})"
         while label in seen:
             label += "'"
         seen.add(label)
@@ -64,7 +67,8 @@ def _lane_labels(group: pd.DataFrame) -> pd.Series:
 
 
 def _member_hover(row: pd.Series) -> str:
-    lines = [f"<b>{esc_plot(row['member_id'])}</b>", f"client {esc_plot(row.get('client_id'))}", f"kind {esc_plot(row['kind'])}"]
+    lines = [f"<b>{esc_plot(row['member_id'])}</b>", f"client {esc_plot(row.get('client_id'))}",
+             f"kind {esc_plot(row['kind'])}"]
     if isinstance(row.get("group_instance_id"), str):
         lines.append(f"instance {esc_plot(row['group_instance_id'])}")
     lines.append(f"first seen {esc_plot(fmt_ts_full(row['first_seen']))}")
@@ -77,19 +81,6 @@ def _member_hover(row: pd.Series) -> str:
     lines.append(f"ended: {esc_plot(ended)} ({esc_plot(END_STYLE.get(ended, ('', '', '', ''))[3])})")
     if isinstance(row.get("end_error"), str):
         lines.append(f"error: <b>{esc_plot(row['end_error'])}</b>")
-    return "<br>".join(lines)
-
-
-def _fencing_hover(f: pd.Series) -> str:
-    how = "inferred: no broker error, the epoch was older than one already handed" if f.get("inferred") else \
-        f"broker answered <b>{esc_plot(f.get('error_name'))}</b>"
-    lines = [f"<b>FENCED</b> {esc_plot(f.get('member_id'))}", how,
-             f"at {esc_plot(fmt_ts_full(f['ts']))}",
-             f"used epoch {esc_plot(f.get('stale_epoch'))}; current {esc_plot(f.get('current_epoch'))}",
-             f"evidence: {esc_plot(f.get('current_epoch_source') or 'no earlier epoch seen')}",
-             f"rejected {esc_plot(f.get('api_name'))} corr {esc_plot(f.get('correlation_id'))} on {esc_plot(f.get('conn_id'))}"]
-    if pd.notna(f.get("requests")) and int(f["requests"]) > 1:
-        lines.append(f"{int(f['requests']):,} requests with this stale epoch")
     return "<br>".join(lines)
 
 
@@ -126,8 +117,9 @@ def _timeline(group_id: str, group: pd.DataFrame, fenced: pd.DataFrame, span: li
         for row in part.itertuples():
             xs += [row.first_seen, row.end, None]
             ys += [esc_plot(row.lane), esc_plot(row.lane), None]
-        fig.add_scatter(x=xs, y=ys, mode="lines", line={"width": 10, "color": END_STYLE.get(ended, END_STYLE["alive"])[0]},
-                        name=esc_plot(ended), hoverinfo="skip")
+        colour = END_STYLE.get(ended, END_STYLE["alive"])[0]
+        fig.add_scatter(x=xs, y=ys, mode="lines", line={"width": 10, "color": colour}, name=esc_plot(ended),
+                        hoverinfo="skip")
     fig.add_scatter(x=group["first_seen"], y=[esc_plot(x) for x in group["lane"]], mode="markers+text",
                     marker={"symbol": "triangle-right", "size": 12, "color": "#059669"}, name="join",
                     text=[esc_plot(_epochs(r)) for _, r in group.iterrows()], textposition="top right",
@@ -146,7 +138,7 @@ def _timeline(group_id: str, group: pd.DataFrame, fenced: pd.DataFrame, span: li
         fig.add_scatter(x=hits["ts"], y=[esc_plot(lane_of[m]) for m in hits["member_id"]], mode="markers",
                         name="fencing", marker={"symbol": "x-thin", "size": 18,
                                                 "line": {"width": 3, "color": "#b91c1c"}},
-                        hovertext=[_fencing_hover(f) for _, f in hits.iterrows()], hoverinfo="text")
+                        hovertext=[fencing_hover(f, f["member_id"]) for _, f in hits.iterrows()], hoverinfo="text")
     ends = group[group["ended"] != "alive"]
     changes = pd.concat([
         pd.DataFrame({"ts": group["first_seen"], "what": "joined", "lane": group["lane"]}),
@@ -154,8 +146,8 @@ def _timeline(group_id: str, group: pd.DataFrame, fenced: pd.DataFrame, span: li
     ]).dropna(subset=["ts"]).sort_values("ts")
     fig.add_scatter(x=changes["ts"], y=[REBALANCE_LANE] * len(changes), mode="markers", name="membership change",
                     marker={"symbol": "diamond-tall", "size": 9, "color": "#7c3aed"},
-                    hovertext=[f"{esc_plot(lane)} {esc_plot(what)} at {esc_plot(fmt_ts_full(ts))}: the group "
-                               "rebalances" for ts, what, lane in changes[["ts", "what", "lane"]].itertuples(index=False)],
+                    hovertext=[f"{esc_plot(lane)} {esc_plot(what)} at {esc_plot(fmt_ts_full(ts))}: the group rebalances"
+                               for ts, what, lane in changes[["ts", "what", "lane"]].itertuples(index=False)],
                     hoverinfo="text")
     fig.update_yaxes(categoryorder="array", categoryarray=[esc_plot(x) for x in lanes[::-1]], type="category")
     if span:

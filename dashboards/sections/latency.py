@@ -12,6 +12,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from dashboards.charts import MAX_SERIES, figure, rebucket, window_of
+from dashboards.load import Report
 from dashboards.fragments import Col, Section, empty, esc_plot, fmt_int, fmt_pct, fmt_us, note, table
 
 PERCENTILES = ["latency_p50_us", "latency_p95_us", "latency_p99_us"]
@@ -71,12 +72,13 @@ def _over_time_chart(requests: pd.DataFrame, busiest: list[str], window: pd.Time
     for api in busiest:
         series = worst[worst["api_name"] == api].set_index("window_start")["latency_p99_us"].reindex(index)
         fig.add_scatter(x=series.index, y=series.to_numpy() / 1000, mode="lines+markers", name=esc_plot(api),
-                        marker={"size": 4}, connectgaps=False, hovertemplate=f"%{{x}}<br>{esc_plot(api)} p99: %{{y:,.2f}} ms<extra></extra>")
+                        marker={"size": 4}, connectgaps=False,
+                        hovertemplate=f"%{{x}}<br>{esc_plot(api)} p99: %{{y:,.2f}} ms<extra></extra>")
     fig.update_layout(yaxis={"type": "log", "dtick": 1})
     return fig
 
 
-def render(report) -> Section:  # noqa: ANN001 - dashboards.load.Report
+def render(report: Report) -> Section:
     requests = report.frame("throughput/requests", COLUMNS)
     lead = "How long brokers took to answer, per api and broker."
     if requests.empty or requests["latency_p50_us"].notna().sum() == 0:

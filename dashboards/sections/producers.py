@@ -9,9 +9,10 @@ import plotly.graph_objects as go
 from dashboards.charts import capture_range, figure
 from dashboards.fragments import Section, empty, esc_plot, fmt_ts_full, note
 from dashboards.load import Report
+from dashboards.sections.fencings import fencing_hover
 
 MAX_LANES = 40
-OUTCOME_COLOUR = {"commit": "#10b981", "abort": "#f59e0b", "open": "#94a3b8"}
+OUTCOME_COLOUR = {"commit": "#10b981", "abort": "#f59e0b", "open": "#94a3b8", "fenced": "#ef4444"}
 PRODUCER_COLUMNS = ("transactional_id", "producer_id", "producer_ids", "client_id", "first_seen", "last_seen",
                     "epochs", "transactions", "commits", "aborts", "failed_end_txns", "batches", "records", "ended",
                     "end_ts", "end_error")
@@ -24,8 +25,9 @@ def _lane(row: pd.Series) -> str:
 
 def _producer_hover(row: pd.Series) -> str:
     epochs = row.get("epochs")
-    lines = [f"<b>{esc_plot(row['lane'])}</b>", f"producer ids {esc_plot(', '.join(str(p) for p in row['producer_ids']))}"
-             if row.get("producer_ids") is not None else "",
+    pids = row.get("producer_ids")
+    lines = [f"<b>{esc_plot(row['lane'])}</b>",
+             f"producer ids {esc_plot(', '.join(str(p) for p in pids))}" if pids is not None else "",
              f"epochs {esc_plot(' → '.join(str(e) for e in epochs))}" if epochs is not None and len(epochs) else "",
              f"{int(row['batches'] or 0):,} batches, {int(row['records'] or 0):,} records",
              f"transactions: {int(row['commits'] or 0):,} committed, {int(row['aborts'] or 0):,} aborted",
@@ -37,7 +39,8 @@ def _producer_hover(row: pd.Series) -> str:
 
 def _txn_hover(t: pd.Series) -> str:
     parts = t.get("partitions")
-    lines = [f"<b>{esc_plot(t['outcome'])}</b> · epoch {esc_plot(t['producer_epoch'])} · txn #{esc_plot(t['txn_index'])}",
+    lines = [f"<b>{esc_plot(t['outcome'])}</b> · epoch {esc_plot(t['producer_epoch'])}"
+             f" · txn #{esc_plot(t['txn_index'])}",
              f"{esc_plot(fmt_ts_full(t['start_ts']))} → {esc_plot(fmt_ts_full(t['end_ts'])) or 'open at capture end'}",
              f"{int(t['batches'] or 0):,} batches, {int(t['records'] or 0):,} records",
              f"partitions {esc_plot(', '.join(parts))}" if parts is not None and len(parts) else ""]
@@ -62,21 +65,28 @@ def _timeline(producers: pd.DataFrame, txns: pd.DataFrame, fenced: pd.DataFrame,
         colour = OUTCOME_COLOUR.get(outcome, "#64748b")
         start = part["start_ts"].fillna(part["end_ts"])
         width_ms = ((part["end"] - start).dt.total_seconds() * 1000).clip(lower=1)
-        fig.add_bar(base=start, x=width_ms, y=[esc_plot(x) for x in part["lane"]], orientation="h", name=esc_plot(outcome),
+        fig.add_bar(base=start, x=width_ms, y=[esc_plot(x) for x in part["lane"]], orientation="h",
+                    name=esc_plot(outcome),
                     marker={"color": colour, "line": {"width": 1, "color": "#ffffff"}}, width=0.5,
                     text=[f"e{int(e)}" if pd.notna(e) else "" for e in part["producer_epoch"]],
                     textposition="inside", insidetextanchor="middle", textfont={"size": 10},
                     hovertext=[_txn_hover(t) for _, t in part.iterrows()], hoverinfo="text")
+    epochs = (txns.dropna(subset=["producer_epoch"])
+              .assign(start=txns["start_ts"].fillna(txns["end_ts"]))
+              .groupby(["lane", "producer_epoch"], as_index=False)["start"].min())
+    if len(epochs):
+        fig.add_scatter(x=epochs["start"], y=[esc_plot(x) for x in epochs["lane"]], mode="markers+text",
+                        name="epoch starts", marker={"symbol": "line-ns-open", "size": 22,
+                                                     "line": {"width": 2, "color": "#1e3a8a"}},
+                        text=[f"epoch {int(e)}" for e in epochs["producer_epoch"]], textposition="top right",
+                        textfont={"size": 10, "color": "#1e3a8a"},
+                        hovertext=[f"{esc_plot(lane)}: first transaction of epoch {int(e)} at "
+                                   f"{esc_plot(fmt_ts_full(t))}" for lane, e, t in epochs.itertuples(index=False)],
+                        hoverinfo="text")
     if len(fenced):
         fig.add_scatter(x=fenced["ts"], y=[esc_plot(x) for x in fenced["lane"]], mode="markers", name="fencing",
                         marker={"symbol": "x-thin", "size": 18, "line": {"width": 3, "color": "#b91c1c"}},
-                        hovertext=[f"<b>FENCED</b> at {esc_plot(fmt_ts_full(f['ts']))}<br>"
-                                   + (f"broker answered <b>{esc_plot(f['error_name'])}</b>" if not f.get("inferred")
-                                      else "inferred: no broker error")
-                                   + f"<br>used epoch {esc_plot(f['stale_epoch'])}; current {esc_plot(f['current_epoch'])}"
-                                   f"<br>evidence: {esc_plot(f.get('current_epoch_source') or 'no earlier epoch seen')}"
-                                   f"<br>rejected {esc_plot(f['api_name'])} corr {esc_plot(f['correlation_id'])}"
-                                   for _, f in fenced.iterrows()], hoverinfo="text")
+                        hovertext=[fencing_hover(f, f["lane"]) for _, f in fenced.iterrows()], hoverinfo="text")
     fig.update_yaxes(categoryorder="array", categoryarray=[esc_plot(x) for x in lanes[::-1]], type="category",
                      automargin=True)
     if span:

@@ -7,7 +7,7 @@ import math
 import pandas as pd
 import plotly.graph_objects as go
 
-from dashboards.charts import figure, rebucket, top_series, window_of
+from dashboards.charts import figure, rebucket, steps, top_series, window_of
 from dashboards.fragments import Section, empty, esc_plot, note
 from dashboards.load import Report
 
@@ -27,14 +27,15 @@ def _per_second(df: pd.DataFrame, step: pd.Timedelta, values: list[str]) -> pd.D
 def _data_chart(data: pd.DataFrame, key: str, value: str, title: str, unit: str,
                 index: pd.DatetimeIndex) -> go.Figure:
     """One line per (key, direction): solid for produce, dotted for fetch, one colour per key."""
-    fig = figure(title, time_x=True, y_title=unit)
     data = top_series(data, key, value)
+    entries = data.groupby([key, "direction"]).ngroups  # the legend takes two entries a row: keep the plot's height
+    fig = figure(title, height=300 + 22 * math.ceil(entries / 2), time_x=True, y_title=unit)
     keys = list(data.groupby(key)[value].sum().sort_values(ascending=False).index)
     for n, name in enumerate(keys):
         for direction, part in data[data[key] == name].groupby("direction"):
-            series = part.groupby("window_start")[value].sum().reindex(index, fill_value=0)
+            x, y = steps(part.groupby("window_start")[value].sum().reindex(index, fill_value=0))
             fig.add_scatter(
-                x=series.index, y=series.to_numpy(), mode="lines", name=esc_plot(f"{name} · {direction}"),
+                x=x, y=y, mode="lines", name=esc_plot(f"{name} · {direction}"),
                 legendgroup=esc_plot(name), line={"dash": DASH.get(direction, "solid"), "width": 2, "shape": "hv",
                                              "color": fig.layout.colorway[n % len(fig.layout.colorway)]},
                 hovertemplate=f"%{{x}}<br>{esc_plot(name)} {esc_plot(direction)}: %{{y:,.1f}} {unit}<extra></extra>")
@@ -46,8 +47,8 @@ def _requests_chart(requests: pd.DataFrame, index: pd.DatetimeIndex) -> go.Figur
     requests = top_series(requests, "api_name", "requests")
     for api in requests.groupby("api_name")["requests"].sum().sort_values(ascending=False).index:
         series = requests[requests["api_name"] == api].groupby("window_start")["requests"].sum()
-        series = series.reindex(index, fill_value=0)
-        fig.add_scatter(x=series.index, y=series.to_numpy(), mode="lines", stackgroup="api", name=esc_plot(api),
+        x, y = steps(series.reindex(index, fill_value=0))
+        fig.add_scatter(x=x, y=y, mode="lines", stackgroup="api", name=esc_plot(api),
                         line={"shape": "hv", "width": 1},
                         hovertemplate=f"%{{x}}<br>{esc_plot(api)}: %{{y:,.1f}} requests/s<extra></extra>")
     return fig
@@ -79,8 +80,8 @@ def _lag_chart(lag: pd.DataFrame, index: pd.DatetimeIndex) -> go.Figure:
     lag = lag.assign(series=lag["topic"].fillna("?") + " · " + lag["client_id"].fillna("?"))
     lag = top_series(lag, "series", "lag")
     for name, part in lag.groupby("series"):
-        series = part.groupby("window_start")["lag"].max().reindex(index)
-        fig.add_scatter(x=series.index, y=series.to_numpy(), mode="lines+markers", name=esc_plot(name),
+        x, y = steps(part.groupby("window_start")["lag"].max().reindex(index))
+        fig.add_scatter(x=x, y=y, mode="lines+markers", name=esc_plot(name),
                         line={"shape": "hv"}, marker={"size": 4},
                         connectgaps=False,
                         hovertemplate=f"%{{x}}<br>{esc_plot(name)}: %{{y:,}} records behind<extra></extra>")
@@ -105,7 +106,8 @@ def render(report: Report) -> Section:
         by_client = _per_second(by_client, step, ["records", "bytes"])
         blocks += [
             note(f"Rates averaged over {_duration(step)} buckets. Solid lines: produce; dotted: fetch; dashed: share "
-                 "fetch."),
+                 "fetch." + (f" The capture spans less than three {_duration(window)} windows: `kafkatap analyze "
+                             "--window 100ms` gives finer charts." if len(index) < 3 else "")),
             '<div class="grid2">',
             _data_chart(by_topic, "topic", "bytes", "Bytes per topic", "bytes/s", index),
             _data_chart(by_topic, "topic", "records", "Records per topic", "records/s", index),
