@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
-import time
 import uuid as uuidlib
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -23,6 +22,8 @@ from kio.serial import entity_reader  # noqa: E402
 
 from dissect.errors import DecodeError  # noqa: E402
 from dissect.protocol import api_versions, decode_request, decode_response, encode_request, encode_response  # noqa: E402
+
+from codec_bench import measure as rate  # noqa: E402  (a sibling script: benchmarks/ is on sys.path)
 
 TOPIC_ID = "AAECAwQFBgcICQoLDA0ODw"
 
@@ -74,22 +75,6 @@ def to_plain(value):
     if isinstance(value, uuidlib.UUID):
         return value.bytes
     return value
-
-
-def rate(fn, data: bytes, seconds: float = 0.25, repeats: int = 3) -> float:
-    """Calls per second: the best of a few short runs, so a busy shared machine disturbs the figure less."""
-    best = 0.0
-    for _ in range(repeats):
-        n, start = 0, time.perf_counter()
-        while True:
-            for _ in range(100):
-                fn(data)
-            n += 100
-            elapsed = time.perf_counter() - start
-            if elapsed >= seconds:
-                break
-        best = max(best, n / elapsed)
-    return best
 
 
 def kio_reader(api_key: int, version: int, response: bool):
