@@ -56,11 +56,19 @@ FRAMES = table(
     column("producer_id", pa.int64(), "Producer id (request's, else the one InitProducerId answered)."),
     column("producer_epoch", pa.int16(), "Producer epoch (request's, else the one InitProducerId answered)."),
     column("transactional_id", pa.string(), "Transactional id, where the message carries one."),
-    column("topics", pa.list_(pa.string()), "Topics the request or response names (ids resolved to names when known)."),
+    column("topics", pa.list_(pa.string()), "Topics the request or response names (ids resolved to names when known), "
+           "including those of classic consumer protocol subscriptions and assignments (`$consumer`)."),
     column("throttle_time_ms", pa.int32(), "Broker throttle time from the response."),
     column("decode_error", pa.string(), "Why decoding failed (`reason at offset N`), when status is `decode_error`."),
-    column("request_json", pa.string(), "The full decoded request as JSON (schema field names, snake_case)."),
-    column("response_json", pa.string(), "The full decoded response as JSON."),
+    column("request_json", pa.string(), "The full decoded request as JSON (schema field names, snake_case). Bytes are "
+           "`{\"$bytes\": base64}`, record data `{\"$records\": size}`, secrets `{\"$redacted\": size}`. "
+           "JoinGroup `metadata` and SyncGroup `assignment` bytes of classic `consumer` groups also carry their "
+           "decoded consumer protocol: `{\"$bytes\": ..., \"$consumer\": {\"version\": 0, \"topics\": [...], "
+           "\"user_data\": ...}}` (subscription; v1+ add `owned_partitions`, v2+ `generation_id`, v3+ `rack_id`) or "
+           "`{\"$bytes\": ..., \"$consumer\": {\"version\": 0, \"assigned_partitions\": [{\"topic\": ..., "
+           "\"partitions\": [...]}], \"user_data\": ...}}` (assignment); bytes that should decode but do not get "
+           "`\"$consumer_error\": \"reason at offset N\"` and a `malformed_consumer_protocol` anomaly."),
+    column("response_json", pa.string(), "The full decoded response as JSON, in the same form as `request_json`."),
 )
 
 BATCHES = table(
@@ -143,7 +151,8 @@ SHARE = table(
 
 ANOMALIES = table(
     "Every problem met while dissecting, with where it was and what it cost.",
-    column("kind", pa.string(), "What went wrong (`gap`, `overlap_mismatch`, `malformed`, `unknown_api`, `tls`, ...)."),
+    column("kind", pa.string(), "What went wrong (`gap`, `overlap_mismatch`, `malformed`, `unknown_api`, `tls`, "
+           "`malformed_consumer_protocol`, ...)."),
     column("detail", pa.string(), "A sentence explaining this occurrence."),
     column("capture_file", pa.string(), "Capture file the problem was found in."),
     column("packet_index", pa.int64(), "Index of the packet in that file (0-based), where it applies."),

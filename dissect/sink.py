@@ -12,13 +12,14 @@ import struct
 from collections.abc import Callable
 
 from dissect import batches as bt
+from dissect import consumer_protocol as cp
 from dissect import share
 from dissect.classify import PROBE_LIMIT, classify
 from dissect.errors import DecodeError
-from dissect.extract import REQUEST_FIELDS, walk
+from dissect.extract import REQUEST_FIELDS, Found, walk
 from dissect.framing import YES, Framer
 from dissect.plausible import decode_answer, request_check
-from dissect.protocol import decode_request, decode_request_header, is_known, response_header_version
+from dissect.protocol import api_name, decode_request, decode_request_header, is_known, response_header_version
 from dissect.protocol.codec import decoder
 from dissect.reassembly import Conn, Where
 from dissect.rows import Problem, Rows
@@ -75,6 +76,7 @@ class Sink:
         self.ports = ports
         self.records = records
         self.topics = TopicNames()
+        self.consumer = cp.ConsumerProtocol()
         self.rows = Rows(out, self.topics, records=records, payloads=payloads)
         self.where = Where("", -1, 0)
         self.streams: list[dict] = []  # byte account of every closed Kafka stream
@@ -290,7 +292,10 @@ class Sink:
         if body is not None:
             if api_key == PRODUCE:
                 req.produce = self._produce_batches(st, req, body)
+            pending = self.consumer.pending(api_key, body, None) if api_key in cp.APIS else None
             req.found = walk(body, REQUEST_FIELDS)
+            if pending is not None:
+                self._consumer_protocol(st, req, REQUEST, pending, req.found)
             if api_key == SASL_HANDSHAKE and api_version == 0:
                 self._sasl_tokens(st, True)
             if api_key == PRODUCE and body.get("acks") == 0:
@@ -390,7 +395,11 @@ class Sink:
                 self._fetch_batches(st, req, resp, body)
             if req.api_key == share.SHARE_FETCH:
                 self.rows.acquired(st, req, resp, body)
+            pending = (self.consumer.pending(req.api_key, body, req.body or {}) if req.api_key in cp.APIS
+                       else None)
             resp.found = walk(body, ())
+            if pending is not None:
+                self._consumer_protocol(st, req, RESPONSE, pending, resp.found)
             for topic_id, name in resp.found.id_names:
                 self.topics.learn(topic_id, name)
         self.rows.frame(st, req, resp, self._problem(st, RESPONSE, req))
@@ -430,6 +439,15 @@ class Sink:
             acc["trailing_bytes"] = acc.get("trailing_bytes", 0) + trailing
             self._anomaly("trailing_bytes", f"{trailing} bytes after the end of the {DIRECTIONS[direction]} body",
                           st, direction, offset, trailing, api_key, correlation_id)
+
+    def _consumer_protocol(self, st: ConnState, req: Request, direction: int, pending: cp.Pending,
+                           found: Found) -> None:
+        """Decode the consumer protocol bytes of a walked JoinGroup / SyncGroup; bytes that should be the consumer
+        protocol but do not decode become anomalies (the message itself decoded: its status stays ok)."""
+        for spot, exc in cp.finish(pending, found):
+            detail = (f"{api_name(req.api_key)} v{req.api_version} {DIRECTIONS[direction]} {spot.label}: consumer "
+                      f"protocol {spot.kind} does not decode: {exc}")
+            self._anomaly(cp.ANOMALY, detail, st, direction, None, len(spot.raw), req.api_key, req.correlation_id)
 
     def _emit_request_only(self, st: ConnState, req: Request) -> None:
         self.rows.frame(st, req, None, self._problem(st, REQUEST, req), unpaired=True)

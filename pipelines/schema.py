@@ -54,10 +54,14 @@ MEMBERS = table(
     column("heartbeats", pa.int64(), "Heartbeat / ConsumerGroupHeartbeat requests."),
     column("assignment_changes", pa.int64(),
            "Assignments received that differ from the previous one (KIP-848 heartbeat responses carrying an "
-           "assignment; classic SyncGroup responses whose opaque assignment bytes changed)."),
-    column("partitions_gained", NAMES, "`topic:partition` gained over the member's life (KIP-848 only)."),
-    column("partitions_lost", NAMES, "`topic:partition` lost over the member's life (KIP-848 only)."),
-    column("final_assignment", NAMES, "Last assignment received, as `topic:partition` (KIP-848 only)."),
+           "assignment; classic SyncGroup responses, by their decoded consumer protocol assignment, else by their "
+           "bytes)."),
+    column("partitions_gained", NAMES,
+           "`topic:partition` gained over the member's life (KIP-848 and classic consumer protocol)."),
+    column("partitions_lost", NAMES,
+           "`topic:partition` lost over the member's life (KIP-848 and classic consumer protocol)."),
+    column("final_assignment", NAMES,
+           "Last assignment received, as `topic:partition` (KIP-848 and classic consumer protocol)."),
     column("ended", pa.string(),
            "`left` (LeaveGroup or leave epoch -1/-2), `fenced` (last response a fencing error), `expired` (silent for "
            "longer than the session timeout before capture end) or `alive` (still heartbeating at capture end)."),

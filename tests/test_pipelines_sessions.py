@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from dissect.run import dissect_captures
 from dissect.schema import BATCHES, FRAMES, SHARE
 from pipelines import schema
 from pipelines.jobs.connections import connections
@@ -11,8 +12,9 @@ from pipelines.jobs.links import fetch_links
 from pipelines.jobs.members import member_spans, members
 from pipelines.jobs.producers import producers, transactions
 from pipelines.jobs.share_members import share_members
-from pipelines.storage import conform
+from pipelines.storage import conform, read_table
 from pipelines.testing import assert_frames_equal, batch, frame, rows, share, t, table
+from samples import capture_path, load_truth
 
 pytestmark = pytest.mark.spark
 
@@ -131,3 +133,87 @@ def test_share_members(spark):
         group_id="sg", member_id="s1", client_id="app", client_host="10.0.0.1", first_seen=t(1), last_seen=t(4),
         member_epochs=[1], share_sessions=1, max_share_session_epoch=1, share_fetches=2, acquired_ranges=1,
         acquired_records=10, accepted=6, released=4, rejected=0, renewed=0, ended="left", end_ts=t(4))]))
+
+
+def sync(ts, member, generation, assignment=None, raw="AAE=", **kw):
+    """A SyncGroup frame whose response assignment the dissector decoded (assignment: {topic: partitions}), or left
+    as bytes (assignment None: raw only)."""
+    value = {"$bytes": raw}
+    if assignment is not None:
+        value["$consumer"] = {"version": 0, "user_data": None, "assigned_partitions": [
+            {"topic": topic, "partitions": parts} for topic, parts in assignment.items()]}
+    return frame(SYNC, "SyncGroup", ts, group_id="cg", member_id=member, generation_id=generation,
+                 response={"error_code": 0, "assignment": value}, **kw)
+
+
+def test_classic_member_assignments_from_the_consumer_protocol(spark):
+    frames = [
+        frame(JOIN, "JoinGroup", 1, group_id="cg", member_id="a", response={"member_id": "a", "generation_id": 1}),
+        sync(2, "a", 1, {"clicks": [3, 1], "views": [0]}),
+        sync(3, "a", 1, {"clicks": [1, 3], "views": [0]}),  # the same assignment again: no change
+        sync(4, "a", 2, {"clicks": [1, 2]}),
+        sync(5, "a", 3, None, raw="", error_code=27, error_name="REBALANCE_IN_PROGRESS"),  # refused: not received
+        sync(6, "a", 4, {}, raw="AAAAAAAA/////w=="),  # nothing assigned
+        sync(7, "a", 5, None, raw=""),  # empty bytes: nothing assigned either, no change
+        sync(8, "b", 1, None, raw="AAE="), sync(9, "b", 2, None, raw="AAE="), sync(10, "b", 3, None, raw="AAI="),
+    ]
+    got = {r["member_id"]: (r["assignment_changes"], r["partitions_gained"], r["partitions_lost"],
+                            r["final_assignment"])
+           for r in rows(members(table(spark, FRAMES, frames), table(spark, BATCHES, [])))}
+    assert got == {
+        "a": (3, ["clicks:1", "clicks:2", "clicks:3", "views:0"], ["clicks:1", "clicks:2", "clicks:3", "views:0"], []),
+        "b": (2, [], [], []),  # another protocol's bytes: only their changes are known
+    }
+
+
+@pytest.fixture(scope="module")
+def classic_samples(spark, tmp_path_factory):
+    """members() of the classic group samples: {sample: (truth, rows)}."""
+    out = {}
+    for name in ("classic_group", "synthetic_classic_rebalance"):
+        if not capture_path(name).exists():
+            continue
+        truth = load_truth(name)
+        work = tmp_path_factory.mktemp(name)
+        dissect_captures([str(capture_path(name))], str(work), ports=truth["broker_ports"])
+        got = members(read_table(spark, str(work), "frames", FRAMES), table(spark, BATCHES, []))
+        out[name] = (truth, rows(got))
+    if not out:
+        pytest.skip("classic samples not generated")
+    return out
+
+
+def test_classic_sample_assignments_match_the_truth(classic_samples):
+    """synthetic_classic_rebalance's truth states each generation's assignment: A owns events/0-1, then events/0 and
+    B events/1."""
+    if "synthetic_classic_rebalance" not in classic_samples:
+        pytest.skip("sample not generated")
+    truth, got = classic_samples["synthetic_classic_rebalance"]
+    by_id = {r["member_id"]: r for r in got}
+    last = {}
+    for event in truth["events"]:
+        if event["what"] == "generation":
+            last[event["member_id"]] = sorted(tp.replace("/", ":") for tp in event["assignment"])
+    assert last and {m: by_id[m]["final_assignment"] for m in last} == last
+    a = next(m for m in last if "member-a" in m)
+    assert by_id[a]["assignment_changes"] == 2
+    assert (by_id[a]["partitions_gained"], by_id[a]["partitions_lost"]) == (["events:0", "events:1"], ["events:1"])
+
+
+def test_classic_group_sample_assignments_cover_the_topic(classic_samples):
+    """classic_group's truth names each member's generations, not assignments: every member that got one holds part
+    of `clicks`, and the members of the last generation hold its 4 partitions exactly once between them."""
+    if "classic_group" not in classic_samples:
+        pytest.skip("sample not generated")
+    truth, got = classic_samples["classic_group"]
+    generations = truth["groups"][0]["generations_by_member"]
+    member_ids = {g["member_id"] for gens in generations.values() for g in gens}
+    by_id = {r["member_id"]: r for r in got}
+    assert member_ids <= set(by_id)
+    for member in member_ids:
+        r = by_id[member]
+        assert r["assignment_changes"] >= 1 and r["partitions_gained"], member
+        assert set(r["partitions_gained"]) <= {f"clicks:{p}" for p in range(4)}
+    newest = max(g["generation_id"] for gens in generations.values() for g in gens)
+    final = [r["final_assignment"] for r in got if newest in r["generations"]]
+    assert len(final) == 2 and sorted(tp for a in final for tp in a) == [f"clicks:{p}" for p in range(4)]

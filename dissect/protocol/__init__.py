@@ -1,7 +1,8 @@
 """Schema-driven codec for every Kafka request and response (api keys 0-94, every version of either schema set).
 
 Tables are generated from Kafka's JSON schemas (`python -m dissect.protocol.generate`); decoders are compiled once
-per (api_key, version, direction) at first use. See docs in codec.py and interfaces.md.
+per (api_key, version, direction) at first use. See docs in codec.py and interfaces.md. The classic consumer
+protocol carried inside JoinGroup / SyncGroup bytes is decoded by `dissect.protocol.embedded`.
 """
 
 from dissect.protocol.codec import (

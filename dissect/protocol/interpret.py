@@ -116,5 +116,10 @@ def decode(api_key: int, api_version: int, response: bool, buf: bytes, pos: int 
     if not registry.is_known(api_key, api_version):
         raise DecodeError("unknown_api" if registry.api_name(api_key) is None else "unknown_version", pos)
     fields, flexible = registry.body_fields(api_key, api_version, response)
+    return decode_struct(fields, flexible, buf, pos)
+
+
+def decode_struct(fields: tuple[Field, ...], flexible: bool, buf: bytes, pos: int = 0) -> tuple[dict, int]:
+    """Interpret any field list (a message body, or an embedded struct such as the consumer protocol's)."""
     r = _Reader(bytes(buf), pos)
     return _struct(r, fields, flexible), r.pos

@@ -15,6 +15,8 @@ from pipelines.jobs.common import (
 # member's own session timeout.
 DEFAULT_SESSION_TIMEOUT_MS = 45_000
 ASSIGNMENT = "struct<topic_partitions:array<struct<topic_id:string,partitions:array<int>>>>"
+CONSUMER_ASSIGNMENT = "struct<assigned_partitions:array<struct<topic:string,partitions:array<int>>>>"
+"""The dissector's `$consumer` form of a classic SyncGroup assignment (dissect/consumer_protocol.py)."""
 
 
 def topic_names(batches: DataFrame) -> DataFrame:
@@ -54,26 +56,46 @@ def _assignments(mf: DataFrame, names: DataFrame) -> DataFrame:
             .agg(F.sort_array(F.collect_set("tp")).alias("assignment")))
 
 
+def _classic_assignments(mf: DataFrame) -> DataFrame:
+    """Classic assignments received: (group_id, member_id, ts, assignment as sorted `topic:partition` strings, raw).
+    The assignment is the consumer protocol the dissector decoded from the SyncGroup response (empty bytes: nothing
+    assigned); it is null for bytes it could not read as one (another protocol type, damaged bytes), whose base64
+    `raw` is all there is to compare."""
+    decoded = F.from_json(response_str("$.assignment['$consumer']"), CONSUMER_ASSIGNMENT)
+    tps = F.flatten(F.transform(decoded["assigned_partitions"], lambda tp: F.transform(
+        tp["partitions"], lambda p: F.concat_ws(":", tp["topic"], p.cast("string")))))
+    raw = response_str("$.assignment['$bytes']")
+    return (mf.where((F.col("api_key") == SYNC_GROUP) & is_ok(F.col("error_code")))
+            .withColumn("raw", raw)
+            .withColumn("assignment", F.when(decoded.isNotNull(), F.sort_array(F.array_distinct(tps)))
+                        .when(raw == "", F.array().cast("array<string>")))
+            .select("group_id", "member_id", "ts", "assignment", "raw"))
+
+
 def _assignment_history(mf: DataFrame, names: DataFrame) -> DataFrame:
-    """Per member: changes, partitions gained and lost, final assignment (KIP-848); SyncGroup byte changes (classic)."""
+    """Per member: changes, partitions gained and lost, final assignment, from KIP-848 heartbeats and classic
+    SyncGroup responses alike; classic assignments the dissector could not decode count as changes when their bytes
+    change."""
     w = Window.partitionBy("group_id", "member_id").orderBy("ts")
-    kip848 = (_assignments(mf, names)
-              .withColumn("prev", F.lag("assignment").over(w))
-              .withColumn("prev", F.coalesce("prev", F.array().cast("array<string>")))
-              .withColumn("changed", F.col("assignment") != F.col("prev"))
-              .groupBy("group_id", "member_id").agg(
-                  F.count(F.when(F.col("changed"), 1)).alias("a848"),
-                  F.sort_array(F.array_distinct(F.flatten(F.collect_list(
-                      F.array_except("assignment", "prev"))))).alias("partitions_gained"),
-                  F.sort_array(F.array_distinct(F.flatten(F.collect_list(
-                      F.array_except("prev", "assignment"))))).alias("partitions_lost"),
-                  F.max_by("assignment", "ts").alias("final_assignment")))
-    classic = (mf.where((F.col("api_key") == SYNC_GROUP) & is_ok(F.col("error_code")))
-               .withColumn("bytes", response_str("$.assignment"))
-               .withColumn("prev", F.lag("bytes").over(w))
+    classic = _classic_assignments(mf)
+    received = (_assignments(mf, names)
+                .unionByName(classic.where(F.col("assignment").isNotNull()).drop("raw")))
+    decoded = (received
+               .withColumn("prev", F.lag("assignment").over(w))
+               .withColumn("prev", F.coalesce("prev", F.array().cast("array<string>")))
+               .withColumn("changed", F.col("assignment") != F.col("prev"))
                .groupBy("group_id", "member_id").agg(
-                   F.count(F.when(~F.col("bytes").eqNullSafe(F.col("prev")), 1)).alias("aclassic")))
-    return kip848.join(classic, ["group_id", "member_id"], "full")
+                   F.count(F.when(F.col("changed"), 1)).alias("adecoded"),
+                   F.sort_array(F.array_distinct(F.flatten(F.collect_list(
+                       F.array_except("assignment", "prev"))))).alias("partitions_gained"),
+                   F.sort_array(F.array_distinct(F.flatten(F.collect_list(
+                       F.array_except("prev", "assignment"))))).alias("partitions_lost"),
+                   F.max_by("assignment", "ts").alias("final_assignment")))
+    opaque = (classic.where(F.col("assignment").isNull())
+              .withColumn("prev", F.lag("raw").over(w))
+              .groupBy("group_id", "member_id").agg(
+                  F.count(F.when(~F.col("raw").eqNullSafe(F.col("prev")), 1)).alias("aopaque")))
+    return decoded.join(opaque, ["group_id", "member_id"], "full")
 
 
 def _ended(last_event: Column, last_error: Column, last_seen: Column, capture_end: Column,
@@ -120,7 +142,7 @@ def members(frames: DataFrame, batches: DataFrame) -> DataFrame:
     history = _assignment_history(mf, topic_names(batches))
     empty = F.array().cast("array<string>")
     out = (agg.join(history, ["group_id", "member_id"], "left").crossJoin(F.broadcast(capture_bounds(frames)))
-           .withColumn("assignment_changes", F.coalesce("a848", F.lit(0)) + F.coalesce("aclassic", F.lit(0)))
+           .withColumn("assignment_changes", F.coalesce("adecoded", F.lit(0)) + F.coalesce("aopaque", F.lit(0)))
            .withColumn("partitions_gained", F.coalesce("partitions_gained", empty))
            .withColumn("partitions_lost", F.coalesce("partitions_lost", empty))
            .withColumn("final_assignment", F.coalesce("final_assignment", empty))
@@ -129,7 +151,7 @@ def members(frames: DataFrame, batches: DataFrame) -> DataFrame:
                                        F.coalesce("timeout_ms", F.lit(DEFAULT_SESSION_TIMEOUT_MS))))
            .withColumn("end_ts", F.when(F.col("ended") == "fenced", F.col("last_ts")).otherwise(F.col("last_seen")))
            .withColumn("end_error", F.when(F.col("ended") == "fenced", F.col("last_error"))))
-    return out.drop("a848", "aclassic", "last_event", "last_error", "last_ts", "timeout_ms", "capture_start",
+    return out.drop("adecoded", "aopaque", "last_event", "last_error", "last_ts", "timeout_ms", "capture_start",
                     "capture_end")
 
 
