@@ -62,6 +62,7 @@ table.sortable td.num { text-align:right; font-variant-numeric:tabular-nums; }
 table.sortable tbody tr:hover { background:#f9fafb; }
 tr.row-bad td:first-child { box-shadow: inset 3px 0 0 var(--bad); }
 tr.row-warn td:first-child { box-shadow: inset 3px 0 0 var(--warn); }
+tr.row-muted td { color:var(--muted); }
 .empty { border:1px dashed #cbd5e1; border-radius:8px; padding:16px; color:var(--muted); background:#f9fafb;
   margin:8px 0; }
 .empty strong { color:var(--ink); }

@@ -297,11 +297,14 @@ SUMMARY_KEYS: dict[str, str] = {
     "transactions": "Rows of `sessions/transactions` by outcome: `{commit, abort, fenced, open}`.",
     "fenced_epochs": "Rows of `fenced_epochs`.",
     "fenced_epochs_by_kind": "Rows of `fenced_epochs` per kind (`inferred` ones counted under `inferred`, too).",
-    "duplicate_ranges": "Rows of `duplicate_deliveries` per kind.",
+    "duplicate_ranges": "Rows of `duplicate_deliveries` per kind that are neither `possible` nor `wire_only`: the "
+                        "proven duplicates (the dashboard's duplicate card counts the same rows).",
     "duplicate_records": "Records delivered again per kind (`classic_group`, `consumer_group`, `share_group`, "
                          "`producer`, `none` for consumers outside groups): sum of `records * (deliveries - 1)` "
                          "over rows that are neither `possible` nor `wire_only`.",
     "wire_duplicate_records": "The same including `wire_only` rows (records fetched twice on the wire).",
+    "wire_only_ranges": "Rows of `duplicate_deliveries` that are `wire_only` (and not `possible`).",
+    "possible_ranges": "Rows of `duplicate_deliveries` that are `possible` (producer re-sends by record hash).",
     "possible_duplicate_records": "Records possibly re-sent by non-idempotent producers (from record hashes; not in "
                                   "`duplicate_records`).",
     "produced_records": "Records in Produce requests.",

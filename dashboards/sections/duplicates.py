@@ -11,8 +11,25 @@ from dashboards.fragments import Col, Section, empty, esc_plot, fmt_acks, fmt_in
 from dashboards.load import Report
 
 
+def _flag(dups: pd.DataFrame, name: str) -> pd.Series:
+    if name not in dups:
+        return pd.Series(False, index=dups.index)
+    return dups[name].map(is_true).astype(bool)
+
+
+def proven(dups: pd.DataFrame) -> pd.DataFrame:
+    """Rows that are neither `possible` (record-hash guesses) nor `wire_only` (fetched twice, consumed once): the
+    duplicates summary.json's `duplicate_ranges` and `duplicate_records` count."""
+    return dups[~_flag(dups, "possible") & ~_flag(dups, "wire_only")]
+
+
+def records_again(dups: pd.DataFrame) -> int:
+    """Records delivered again: each range's records times its deliveries after the first."""
+    return int(((dups["deliveries"].fillna(2) - 1).clip(lower=0) * dups["records"].fillna(0)).sum())
+
+
 def _cause_chart(dups: pd.DataFrame) -> go.Figure:
-    again = dups.assign(again=(dups["deliveries"].fillna(2) - 1) * dups["records"].fillna(0))
+    again = dups.assign(again=(dups["deliveries"].fillna(2) - 1).clip(lower=0) * dups["records"].fillna(0))
     by = again.groupby([again["kind"].fillna("?"), again["cause"].fillna("unknown")])["again"].sum().reset_index()
     kinds = by["kind"].nunique()
     fig = figure("Records delivered again, by cause" + ("" if kinds > 1 else f" ({by['kind'].iloc[0]})"),
@@ -47,9 +64,18 @@ def render(report: Report) -> Section:
         Col("base_sequence", "base sequence", fmt_int, numeric=True),
         Col("original_offset", "original offset", fmt_int, numeric=True),
     ]
+    sure = proven(dups)
+    wire_only = int((_flag(dups, "wire_only") & ~_flag(dups, "possible")).sum())
+
+    def row_class(r: pd.Series) -> str:
+        return "row-warn" if is_true(r.get("possible")) else "row-muted" if is_true(r.get("wire_only")) else ""
+
     return Section("duplicates", "Duplicate deliveries", [
-        _cause_chart(dups),
+        _cause_chart(sure) if len(sure) else empty(
+            "proven duplicate deliveries", "Every row below is a possible or wire-only duplicate.", where="here"),
         table(dups.sort_values("first_delivery_ts"), cols, table_id="duplicates-table",
-              source="duplicate_deliveries", cell_class=lambda r: "row-warn" if is_true(r["possible"]) else ""),
-        note("Amber rows are possible duplicates inferred from record hashes rather than proven by offsets."),
+              source="duplicate_deliveries", cell_class=row_class),
+        note("Amber rows are possible duplicates inferred from record hashes rather than proven by offsets. "
+             + (f"Grey rows ({wire_only:,}) are wire-only: fetched twice, but the member's commits show its "
+                "application consumed them once; the chart leaves them out." if wire_only else "")),
     ], lead=lead)

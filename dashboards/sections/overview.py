@@ -8,6 +8,7 @@ import plotly.graph_objects as go
 from dashboards.charts import figure
 from dashboards.fragments import Section, card, cards, empty, esc, esc_plot, fmt_int, fmt_ts_full
 from dashboards.load import Report
+from dashboards.sections.duplicates import proven, records_again
 
 
 def _count(value: object) -> int:
@@ -55,8 +56,10 @@ def render(report: Report) -> Section:
     s = report.summary
     # the cards count the rows of the tables they link to, so a card and its section always agree
     fenced = report.frame("fenced_epochs", ("kind", "inferred"))
-    duplicates = report.frame("duplicate_deliveries", ("kind", "records", "deliveries"))
-    again = int(((duplicates["deliveries"].fillna(2) - 1) * duplicates["records"].fillna(0)).sum())
+    listed = report.frame("duplicate_deliveries", ("kind", "records", "deliveries", "possible", "wire_only"))
+    duplicates = proven(listed)
+    again = records_again(duplicates)
+    others = len(listed) - len(duplicates)
     by_kind = lambda df: _breakdown(df["kind"].fillna("?").value_counts().to_dict())  # noqa: E731
     transactions = s.get("transactions") or {}
     errors, anomalies = int(s.get("errors") or 0), _count(s.get("anomalies"))
@@ -65,7 +68,8 @@ def render(report: Report) -> Section:
              detail=by_kind(fenced) or "members and producers rejected for a stale epoch"),
         card("duplicate deliveries", fmt_int(len(duplicates)), href="#duplicates",
              tone="bad" if len(duplicates) else "good",
-             detail=f"{again:,} records delivered again" + (f" ({by_kind(duplicates)})" if len(duplicates) else "")),
+             detail=f"{again:,} records delivered again" + (f" ({by_kind(duplicates)})" if len(duplicates) else "")
+             + (f"; {others:,} more possible or wire-only ranges listed" if others else "")),
         card("errors", fmt_int(errors), href="#throughput", tone="warn" if errors else "",
              detail="responses with a non-zero error code"),
         card("anomalies", fmt_int(anomalies), tone="warn" if anomalies else "",

@@ -17,6 +17,7 @@ from pipelines.jobs.common import (
     request_str, response_str, with_client_host,
 )
 from pipelines.jobs.links import link_deliveries
+from pipelines.jobs.ranges import overlapping
 
 OUTPUT = ["kind", "group_id", "topic", "partition", "first_offset", "last_offset", "records", "deliveries",
           "first_delivery_ts", "redelivery_ts", "first_member_id", "redelivery_member_id", "first_conn_id",
@@ -78,8 +79,10 @@ def _with_consumed(deliveries: DataFrame, committed: DataFrame) -> DataFrame:
             .withColumn("_fetch_us", F.when(is_fetch, F.col("_us")))
             .withColumn("_commit_us", F.when(F.col("_commit").isNotNull(), F.col("_us"))))
     ordered = Window.partitionBy(*key).orderBy("_us")
-    later = ordered.rangeBetween(1, Window.unboundedFollowing)
-    nxt = {c: F.first(c, ignorenulls=True).over(later) for c in ["_commit", "_commit_us", "_fetch_us", "_fetch_clip"]}
+    # "the next value at a later time" as the last one over a reversed, growing frame: Spark evaluates a frame that
+    # runs to unboundedFollowing from a moving start again for every row (quadratic in a partition's fetches)
+    later = Window.partitionBy(*key).orderBy(F.col("_us").desc()).rangeBetween(Window.unboundedPreceding, -1)
+    nxt = {c: F.last(c, ignorenulls=True).over(later) for c in ["_commit", "_commit_us", "_fetch_us", "_fetch_clip"]}
     cut = F.when(F.col("next_position").isNull(), F.col("last_offset")).otherwise(
         F.least(F.col("last_offset"), F.col("next_position") - 1))
     fetch_first = F.col("_nfetch_us") < F.coalesce(F.col("_ncommit_us"), F.lit(2**62))
@@ -134,14 +137,12 @@ def _coverage_runs(deliveries: DataFrame, key: list[str]) -> DataFrame:
 
 def _first_two(runs: DataFrame, deliveries: DataFrame, key: list[str]) -> DataFrame:
     """The first two deliveries covering each run's first offset (consumed ones, or fetches for wire-only runs)."""
-    r, d = runs.alias("r"), deliveries.alias("d")
-    end = F.when(F.col("r.deliveries") >= 2, F.col("d.consumed_last")).otherwise(F.col("d.last_offset"))
-    cond = [F.col(f"r.{k}").eqNullSafe(F.col(f"d.{k}")) for k in key]
-    cond += [F.col("d.clip") <= F.col("r.first_offset"), end >= F.col("r.first_offset")]
-    who = F.struct(F.col("d.ts").alias("ts"), F.col("d.member_id").alias("member_id"),
-                   F.col("d.conn_id").alias("conn_id"), F.col("d.client_id").alias("client_id"),
-                   F.col("d.next_position").alias("next_position"))
-    pair = (r.join(d, cond, "inner").groupBy(*[F.col(f"r.{c}") for c in runs.columns])
+    pairs = overlapping(runs, deliveries, key, ("first_offset", "first_offset"), ("clip", "last_offset"), "d_")
+    end = F.when(F.col("deliveries") >= 2, F.col("d_consumed_last")).otherwise(F.col("d_last_offset"))
+    who = F.struct(F.col("d_ts").alias("ts"), F.col("d_member_id").alias("member_id"),
+                   F.col("d_conn_id").alias("conn_id"), F.col("d_client_id").alias("client_id"),
+                   F.col("d_next_position").alias("next_position"))
+    pair = (pairs.where(end >= F.col("first_offset")).groupBy(*runs.columns)
             .agg(F.slice(F.array_sort(F.collect_list(who)), 1, 2).alias("ds")))
     f, s = F.col("ds")[0], F.col("ds")[1]
     return pair.select(
@@ -190,22 +191,28 @@ def _group_events(frames: DataFrame, fenced: DataFrame) -> DataFrame:
 
 
 def _with_cause(ranges: DataFrame, events: DataFrame) -> DataFrame:
-    e = events.alias("e")
-    joined = ranges.alias("r").join(
-        e, (F.col("r.group_id") == F.col("e.group_id")) & (F.col("e.ts") > F.col("r.first_delivery_ts"))
-        & (F.col("e.ts") <= F.col("r.redelivery_ts")), "left")
-    best = joined.groupBy(*[F.col(f"r.{c}") for c in ranges.columns]).agg(F.max("e.rank").alias("rank"))
-    cause = (F.when(F.col("group_id").isNull(), "unlinked").when(F.col("rank") == 3, "fencing")
-             .when(F.col("rank") == 2, "rebalance").when(F.col("rank") == 1, "seek_to_committed")
-             .otherwise("refetch"))
-    return best.withColumn("cause", cause).drop("rank")
+    """The strongest event of the range's group after its first delivery and at or before its redelivery.
+
+    A sweep instead of a time-range join (which would pair every range with every event of its group): ranges and
+    events in one time order per group (events first on ties), and for each rank the time of the latest event of
+    that rank so far; an event explains the redelivery when it came after the first delivery."""
+    order = Window.partitionBy("group_id").orderBy("ts", "_is_range").rowsBetween(Window.unboundedPreceding, 0)
+    latest = {r: F.last(F.when(F.col("rank") == r, F.col("ts")), ignorenulls=True).over(order) for r in (3, 2, 1)}
+    after = {r: F.coalesce(latest[r] > F.col("first_delivery_ts"), F.lit(False)) for r in latest}
+    swept = (ranges.withColumn("ts", F.col("redelivery_ts")).withColumn("_is_range", F.lit(True))
+             .unionByName(events.withColumn("_is_range", F.lit(False)), allowMissingColumns=True))
+    cause = (F.when(F.col("group_id").isNull(), "unlinked").when(after[3], "fencing").when(after[2], "rebalance")
+             .when(after[1], "seek_to_committed").otherwise("refetch"))
+    return swept.withColumn("cause", cause).where(F.col("_is_range")).select(*ranges.columns, "cause")
 
 
 def consumer_duplicates(batches: DataFrame, records: DataFrame | None, spans: DataFrame, frames: DataFrame,
                         fenced: DataFrame) -> DataFrame:
     key = ["group_key", "group_id", "topic", "partition"]
-    deliveries = _with_consumed(_consumer_deliveries(batches, spans), commits(frames))
-    runs = _first_two(_coverage_runs(deliveries, key), deliveries, key)
+    # Materialized once: every later step reads the deliveries several times, and Spark would otherwise plan and
+    # run their whole lineage (links, windows, commits) again inside each of those steps.
+    deliveries = _with_consumed(_consumer_deliveries(batches, spans), commits(frames)).localCheckpoint()
+    runs = _first_two(_coverage_runs(deliveries, key), deliveries, key).localCheckpoint()
     caused = _with_cause(_record_counts(runs, records), _group_events(frames, fenced))
     kinds = group_kinds(frames).withColumnRenamed("kind", "group_kind")
     return (caused.where(F.col("records") > 0).drop("group_key").join(kinds, "group_id", "left")
@@ -251,27 +258,19 @@ def share_duplicates(share: DataFrame) -> DataFrame:
     is the broker's own highest count), with the acks between the first two acquisitions and the likely cause."""
     key = ["group_id", "topic", "partition"]
     acquired = share.where(F.col("kind") == "acquired")
-    runs = _coverage(acquired, key).alias("r")
-
-    def overlapping(other: DataFrame, alias: str) -> DataFrame:
-        o = other.alias(alias)
-        cond = [F.col(f"r.{k}").eqNullSafe(F.col(f"{alias}.{k}")) for k in key]
-        cond += [F.col(f"{alias}.first_offset") <= F.col("r.last_offset"),
-                 F.col(f"{alias}.last_offset") >= F.col("r.first_offset")]
-        return runs.join(o, cond, "inner")
-
-    who = F.struct(F.col("a.ts").alias("ts"), F.col("a.member_id").alias("member_id"),
-                   F.col("a.conn_id").alias("conn_id"), F.col("a.client_id").alias("client_id"))
-    firsts = (overlapping(acquired, "a")
-              .groupBy(*[F.col(f"r.{c}") for c in runs.columns])
-              .agg(F.array_sort(F.collect_list(who)).alias("ds"), F.max("a.delivery_count").alias("delivery_count"))
-              .select("*", F.col("ds")[0].alias("f"), F.col("ds")[1].alias("s")).drop("ds")).alias("r")
-    runs = firsts
+    runs = _coverage(acquired, key)
+    offsets = ("first_offset", "last_offset")
+    who = F.struct(F.col("a_ts").alias("ts"), F.col("a_member_id").alias("member_id"),
+                   F.col("a_conn_id").alias("conn_id"), F.col("a_client_id").alias("client_id"))
+    firsts = (overlapping(runs, acquired, key, offsets, offsets, "a_")
+              .groupBy(*runs.columns)
+              .agg(F.array_sort(F.collect_list(who)).alias("ds"), F.max("a_delivery_count").alias("delivery_count"))
+              .select("*", F.col("ds")[0].alias("f"), F.col("ds")[1].alias("s")).drop("ds"))
     acks = share.where((F.col("kind") == "ack") & (F.col("ack_type") != "gap"))
-    history = (overlapping(acks, "k").where(F.col("k.ts") < F.col("r.s.ts"))
-               .groupBy(*[F.col(f"r.{k}") for k in key], "r.first_offset", "r.last_offset")
-               .agg(F.array_sort(F.collect_list(F.struct(F.col("k.ts").alias("ts"),
-                                                         F.col("k.ack_type").alias("ack_type")))).alias("acks")))
+    history = (overlapping(firsts, acks, key, offsets, offsets, "k_").where(F.col("k_ts") < F.col("s.ts"))
+               .groupBy(*key, "first_offset", "last_offset")
+               .agg(F.array_sort(F.collect_list(F.struct(F.col("k_ts").alias("ts"),
+                                                         F.col("k_ack_type").alias("ack_type")))).alias("acks")))
     cause = F.coalesce(F.element_at("acks", -1)["ack_type"], F.lit("timeout"))
     stamp = lambda a: F.concat(a["ack_type"], F.lit("@"), F.date_format(a["ts"], "yyyy-MM-dd'T'HH:mm:ss.SSSSSS'Z'"))  # noqa: E731
     return (firsts.join(history, [*key, "first_offset", "last_offset"], "left")

@@ -67,4 +67,6 @@ def summary(frames: DataFrame, batches: DataFrame, anomalies: DataFrame, tables:
         out["duplicate_records"] = _by_kind((r for r in rows if not r["possible"] and not r["wire_only"]), "again")
         out["wire_duplicate_records"] = _by_kind((r for r in rows if not r["possible"]), "again")
         out["possible_duplicate_records"] = int(sum(r["again"] or 0 for r in rows if r["possible"]))
+        out["wire_only_ranges"] = int(sum(r["ranges"] for r in rows if r["wire_only"] and not r["possible"]))
+        out["possible_ranges"] = int(sum(r["ranges"] for r in rows if r["possible"]))
     return out
