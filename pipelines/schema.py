@@ -157,7 +157,8 @@ FENCED_EPOCHS = table(
     column("producer_id", pa.int64(), "Fenced producer id."),
     column("client_id", pa.string(), "Client id of the rejected request."),
     column("stale_epoch", pa.int32(),
-           "Epoch the rejected request used: member epoch, generation, producer epoch or share session epoch."),
+           "Epoch the rejected request used: member epoch, generation, producer epoch, share session epoch or, for "
+           "`partition_leader`, the partition's `current_leader_epoch`."),
     column("current_epoch", pa.int32(), "Latest epoch the broker had handed to the same party before (null if unseen)."),
     column("current_epoch_source", pa.string(),
            "Where `current_epoch` came from: `<api> response corr=<id> conn=<conn_id> at <ts>`."),
@@ -173,6 +174,8 @@ FENCED_EPOCHS = table(
     column("requests", pa.int64(),
            "Requests folded into this row: the same party using the same stale epoch again (retries, a zombie that "
            "keeps going) is one fencing; the row shows the first rejected request."),
+    column("topic", pa.string(), "Topic of the rejected partition (`partition_leader` rows; null for the others)."),
+    column("partition", pa.int32(), "Partition whose leader epoch was stale (`partition_leader` rows)."),
 )
 
 DUPLICATE_DELIVERIES = table(

@@ -118,5 +118,32 @@ def test_share_session_epoch_and_leader_epoch(spark):
                    ("partition_leader", None, None, None, "FENCED_LEADER_EPOCH")]
 
 
+def test_leader_epoch_fencing_per_partition_with_the_current_epoch(spark):
+    handed = {"topics": [{"name": "t", "topic_id": "AAA", "partitions": [
+        {"partition_index": 0, "leader_epoch": 6}, {"partition_index": 1, "leader_epoch": 3}]}]}
+    frames = [
+        frame(3, "Metadata", 0, correlation_id=1, response=handed),
+        frame(3, "Metadata", 0.5, correlation_id=2, response={"topics": [{"name": "t", "topic_id": "AAA", "partitions": [
+            {"partition_index": 0, "leader_epoch": 7}]}]}),
+        # Fetch v11 names topics: partition 0 is behind the epoch Metadata handed out, partition 1 is fine
+        frame(1, "Fetch", 4, correlation_id=4, api_version=11, error_code=74, error_name="FENCED_LEADER_EPOCH",
+              request={"topics": [{"topic": "t", "partitions": [{"partition": 0, "current_leader_epoch": 5},
+                                                               {"partition": 1, "current_leader_epoch": 3}]}]},
+              response={"responses": [{"topic": "t", "partitions": [{"partition_index": 0, "error_code": 74},
+                                                                    {"partition_index": 1, "error_code": 0}]}]}),
+        # Fetch v13 names topics by id; the response states the leader's epoch itself
+        frame(1, "Fetch", 6, correlation_id=6, api_version=13, error_code=74, error_name="FENCED_LEADER_EPOCH",
+              request={"topics": [{"topic_id": "AAA", "partitions": [{"partition": 1, "current_leader_epoch": 2}]}]},
+              response={"responses": [{"topic_id": "AAA", "partitions": [
+                  {"partition_index": 1, "error_code": 74, "current_leader": {"leader_id": 1, "leader_epoch": 4}}]}]}),
+    ]
+    got = [(r["topic"], r["partition"], r["stale_epoch"], r["current_epoch"], r["current_epoch_source"])
+           for r in run(spark, frames)]
+    assert got == [
+        ("t", 0, 5, 7, "Metadata response corr=2 conn=c1 at 2026-01-01T00:00:00.501000Z"),
+        ("t", 1, 2, 4, "Fetch response corr=6 conn=c1 (current_leader)"),
+    ]
+
+
 def test_no_frames_no_fencings(spark):
     assert run(spark, [frame(3, "Metadata", 1)]) == []

@@ -25,10 +25,15 @@ def fencing_hover(f: pd.Series, who: object) -> str:
 
 
 def _party(f: pd.DataFrame) -> pd.Series:
-    """Who was fenced, in one column: `group / member`, the transactional id or the producer id."""
+    """Who was fenced, in one column: `group / member`, the transactional id, the producer id, or for a stale
+    partition leader epoch `topic:partition`."""
     group = f["group_id"].fillna("") + " / " + f["member_id"].fillna(f["group_instance_id"]).fillna("?")
     producer = f["transactional_id"].fillna("pid " + f["producer_id"].astype("Int64").astype(str))
-    return group.where(f["group_id"].notna(), producer)
+    party = group.where(f["group_id"].notna(), producer)
+    if "topic" in f:
+        partition = f["topic"].fillna("?") + ":" + f["partition"].astype("Int64").astype(str).replace("<NA>", "?")
+        party = party.where(f["kind"] != "partition_leader", "partition " + partition)
+    return party
 
 
 def render(report: Report) -> Section:

@@ -6,13 +6,14 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from pipelines.jobs.common import (
-    FENCING_ERRORS, LEADER_FENCING, MEMBER_FENCING, PRODUCER_FENCING, SHARE_SESSION_FENCING,
+    FENCING_ERRORS, MEMBER_FENCING, PRODUCER_FENCING, SHARE_SESSION_FENCING,
 )
 from pipelines.jobs.epochs import handed_epochs, used_epochs, with_current_epoch
+from pipelines.jobs.leader_epochs import leader_fencings
 
 OUTPUT = ["kind", "group_id", "transactional_id", "member_id", "group_instance_id", "producer_id", "client_id",
           "stale_epoch", "current_epoch", "current_epoch_source", "error_code", "error_name", "api_key", "api_name",
-          "correlation_id", "conn_id", "ts", "inferred", "requests"]
+          "correlation_id", "conn_id", "ts", "inferred", "requests", "topic", "partition"]
 
 
 def _reported(usage: DataFrame) -> Column:
@@ -46,20 +47,6 @@ def _fold(rows: DataFrame) -> DataFrame:
             .where(F.col("_n") == 1).drop("_n"))
 
 
-def _leader_fencings(frames: DataFrame) -> DataFrame:
-    """FENCED_LEADER_EPOCH: a client using a partition leader epoch older than the leader's. The stale epoch is per
-    partition inside the request, so it is left null here; one row per rejected request."""
-    return frames.where(F.col("error_name").isin(LEADER_FENCING)).select(
-        F.lit("partition_leader").alias("kind"), F.lit(None).cast("string").alias("party"),
-        F.lit(None).cast("string").alias("group_id"), F.lit(None).cast("string").alias("transactional_id"),
-        F.lit(None).cast("string").alias("member_id"), F.lit(None).cast("string").alias("group_instance_id"),
-        F.lit(None).cast("long").alias("producer_id"), "client_id", F.lit(None).cast("int").alias("stale_epoch"),
-        F.lit(None).cast("int").alias("current_epoch"), F.lit(None).cast("string").alias("current_epoch_source"),
-        "error_code", "error_name", "api_key", "api_name", "correlation_id", "conn_id",
-        F.coalesce("ts_request", "ts_response").alias("ts"), F.lit(False).alias("inferred"),
-        F.lit(1).cast("long").alias("requests"))
-
-
 def fenced_epochs(frames: DataFrame, batches: DataFrame) -> DataFrame:
     handed = handed_epochs(frames)
     events = with_current_epoch(handed.unionByName(used_epochs(frames, batches)))
@@ -73,4 +60,4 @@ def fenced_epochs(frames: DataFrame, batches: DataFrame) -> DataFrame:
                .groupBy("producer_id").agg(F.min("transactional_id").alias("_txn_id")))
     folded = (_fold(flagged).join(txn_ids, "producer_id", "left")
               .withColumn("transactional_id", F.coalesce("transactional_id", "_txn_id")).drop("_txn_id"))
-    return folded.unionByName(_leader_fencings(frames).drop("party"), allowMissingColumns=True).select(OUTPUT)
+    return folded.unionByName(leader_fencings(frames), allowMissingColumns=True).select(OUTPUT)
