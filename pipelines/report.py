@@ -17,6 +17,7 @@ from dissect.schema import ANOMALIES, BATCHES, FRAMES, RECORDS, SHARE
 from pipelines import schema
 from pipelines.jobs.connections import connections
 from pipelines.jobs.duplicates import duplicate_deliveries
+from pipelines.jobs.epochs import epoch_events
 from pipelines.jobs.fenced import fenced_epochs
 from pipelines.jobs.links import fetch_links
 from pipelines.jobs.members import member_spans, members
@@ -61,6 +62,7 @@ def run_sessions(spark: SparkSession, inp: Inputs, report: str, done: dict[str, 
         "sessions/producers": producers(inp.frames, inp.batches),
         "sessions/transactions": transactions(inp.frames, inp.batches),
         "sessions/share_members": share_members(inp.frames, inp.share),
+        "sessions/epoch_events": epoch_events(inp.frames),
     })
     spans = member_spans(written["sessions/members"])
     return written | _write(spark, report, {"sessions/fetch_links": fetch_links(inp.frames, spans)})

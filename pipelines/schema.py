@@ -144,6 +144,25 @@ FETCH_LINKS = table(
     column("candidates", NAMES, "Candidate members as `group/member_id`, sorted."),
 )
 
+EPOCH_EVENTS = table(
+    "sessions: every epoch a broker handed to a group member or producer, when it changed (a heartbeat answering "
+    "the member's current epoch again is not a change): where each member epoch, generation and producer epoch "
+    "began. Share session epochs, which move on with every ShareFetch, are left out.",
+    column("kind", pa.string(), "`consumer_group`, `classic_group`, `share_group` or `producer`."),
+    column("party", pa.string(), "`group/member_id` or `pid:<producer id>`."),
+    column("group_id", pa.string(), "Group id (members)."),
+    column("member_id", pa.string(), "Member id (members)."),
+    column("transactional_id", pa.string(), "Transactional id (producers, when the response's request named one)."),
+    column("producer_id", pa.int64(), "Producer id (producers)."),
+    column("epoch", pa.int32(), "The epoch handed: member epoch, generation or producer epoch."),
+    column("previous_epoch", pa.int32(), "The party's epoch before (null for its first)."),
+    column("ts", TS, "Time of the response that handed it."),
+    column("api_name", pa.string(), "The api whose response handed it."),
+    column("correlation_id", pa.int32(), "That response's correlation id."),
+    column("conn_id", pa.string(), "That response's connection."),
+    column("client_id", pa.string(), "Client id of the request."),
+)
+
 FENCED_EPOCHS = table(
     "One row per fencing, reported by the broker (an error) or inferred (a zombie using an epoch older than one "
     "already handed to the same member / producer, with no broker error).",
@@ -279,6 +298,7 @@ TABLES: dict[str, pa.Schema] = {
     "sessions/transactions": TRANSACTIONS,
     "sessions/share_members": SHARE_MEMBERS,
     "sessions/fetch_links": FETCH_LINKS,
+    "sessions/epoch_events": EPOCH_EVENTS,
     "fenced_epochs": FENCED_EPOCHS,
     "duplicate_deliveries": DUPLICATE_DELIVERIES,
     "throughput/data": THROUGHPUT_DATA,

@@ -157,6 +157,14 @@ def _duplicates() -> list[dict]:
     ]
 
 
+def _epoch_events() -> list[dict]:
+    base = {"kind": "consumer_group", "group_id": "orders-cg", "api_name": "ConsumerGroupHeartbeat"}
+    handed = [(LIVE_MEMBER, 1, None, 5), (FENCED_MEMBER, 2, None, 8), (LIVE_MEMBER, 3, 1, 20), (FENCED_MEMBER, 4, 2, 21),
+              (LIVE_MEMBER, 5, 3, 49)]
+    return [{**base, "party": f"orders-cg/{m}", "member_id": m, "epoch": e, "previous_epoch": p, "ts": at(s),
+             "correlation_id": 100 + i, "conn_id": conn(50003)} for i, (m, e, p, s) in enumerate(handed)]
+
+
 def _throughput() -> tuple[list[dict], list[dict], list[dict]]:
     data, requests, lag = [], [], []
     for s in range(SPAN_S):
@@ -209,6 +217,7 @@ def write_report(root: Path) -> Path:
     for name, rows in [("sessions/connections", _connections()), ("sessions/members", _members()),
                        ("sessions/producers", _producers()), ("sessions/transactions", _transactions()),
                        ("sessions/share_members", _share_members()), ("sessions/fetch_links", []),
+                       ("sessions/epoch_events", _epoch_events()),
                        ("fenced_epochs", _fenced()), ("duplicate_deliveries", _duplicates()),
                        ("throughput/data", data), ("throughput/requests", requests), ("throughput/lag", lag)]:
         write_table(root, name, rows)
@@ -290,6 +299,25 @@ def test_long_captures_are_rebucketed_before_plotting() -> None:
     out, index = rebucket(burst, "window_start", [], ["bytes"], pd.Timedelta("1s"),
                           {"capture_start": "2026-01-01T00:00:00Z", "capture_end": "2026-01-02T00:00:00Z"})
     assert len(index) <= MAX_BUCKETS + 1 and out["bytes"].sum() == 60
+
+
+def test_epochs_are_marked_where_they_were_handed(report_dir: Path) -> None:
+    html = render_dashboard(Report(str(report_dir)))
+    # hover texts, inside the figures' JSON (plotly escapes <, / and non-ASCII there)
+    assert "\\u003e4\\u003c\\u002fb\\u003e handed to " + FENCED_MEMBER in html
+    assert "by ConsumerGroupHeartbeat response corr 103" in html
+
+
+def test_duplicate_card_counts_proven_ranges_and_names_the_others(report_dir: Path, tmp_path: Path) -> None:
+    root = write_report(tmp_path)
+    extra = {"kind": "consumer_group", "group_id": "orders-cg", "topic": "orders", "partition": 3, "first_offset": 0,
+             "last_offset": 9, "records": 10, "deliveries": 2, "cause": "rebalance", "possible": False}
+    write_table(root, "duplicate_deliveries", [*_duplicates(), {**extra, "wire_only": True},
+                                               {**extra, "kind": "producer", "possible": True}])
+    html = render_dashboard(Report(str(root)))
+    assert "70 records delivered again" in html  # 50 + 10 + 10 of the proven rows, as summary.json counts them
+    assert "2 more possible or wire-only ranges listed" in html
+    assert "Grey rows (1) are wire-only" in html
 
 
 def test_write_dashboard_creates_the_file(report_dir: Path, tmp_path: Path) -> None:

@@ -104,3 +104,8 @@ def test_analyze_writes_the_report(spark, dissected, tmp_path):
     assert summary["fenced_epochs"] == len(truth["fenced_epochs"]) or sample != "classic_group"
     assert summary["duplicate_records"] == {k: v for k, v in truth["duplicate_records"].items() if v}
     assert summary["window"] == "500ms" and summary["frames"] > 0 and summary["capture_span_s"] > 0
+    events = pq.read_table(report / "sessions/epoch_events").to_pylist()
+    members_ = pq.read_table(report / "sessions/members").to_pylist()
+    handed = {(e["group_id"], e["member_id"], e["epoch"]) for e in events if e["kind"] == "classic_group"}
+    assert handed and handed == {(m["group_id"], m["member_id"], g) for m in members_ for g in m["generations"]
+                                 if m["kind"] == "classic_group"}

@@ -8,6 +8,7 @@ from dissect.run import dissect_captures
 from dissect.schema import BATCHES, FRAMES, SHARE
 from pipelines import schema
 from pipelines.jobs.connections import connections
+from pipelines.jobs.epochs import epoch_events
 from pipelines.jobs.links import fetch_links
 from pipelines.jobs.members import member_spans, members
 from pipelines.jobs.producers import producers, transactions
@@ -54,6 +55,20 @@ def test_kip848_member_assignments_and_leave(spark):
         member_epochs=[1, 2], joins=1, heartbeats=2, assignment_changes=2,
         partitions_gained=["orders:0", "orders:1", "orders:2"], partitions_lost=["orders:0"],
         final_assignment=["orders:1", "orders:2"], ended="left", end_ts=t(4), end_error=None)]))
+
+
+def test_epoch_events_keep_only_changes_with_their_response(spark):
+    frames = [hb(1, 0, 1), hb(2, 1, 1), hb(3, 1, 2), hb(4, 2, 2),
+              frame(22, "InitProducerId", 5, correlation_id=9, transactional_id="tx",
+                    response={"producer_id": 7, "producer_epoch": 0}),
+              frame(78, "ShareFetch", 6, group_id="sg", member_id="s", share_session_epoch=0)]
+    got = [(r["kind"], r["party"], r["epoch"], r["previous_epoch"], r["ts"], r["api_name"], r["transactional_id"])
+           for r in rows(conform(epoch_events(table(spark, FRAMES, frames)), schema.EPOCH_EVENTS))]
+    assert sorted(got, key=lambda r: r[4]) == [
+        ("consumer_group", "g/m1", 1, None, "2026-01-01T00:00:01.001000Z", "ConsumerGroupHeartbeat", None),
+        ("consumer_group", "g/m1", 2, 1, "2026-01-01T00:00:03.001000Z", "ConsumerGroupHeartbeat", None),
+        ("producer", "pid:7", 0, None, "2026-01-01T00:00:05.001000Z", "InitProducerId", "tx"),
+    ]
 
 
 def test_classic_member_fenced_and_another_expired(spark):

@@ -1,8 +1,8 @@
 """Group timeline: per group, members as lanes, with joins, leaves, expiries and fencings as marks.
 
-A member's lane runs from its first request to its end; the epochs (KIP-848 member epochs, classic generations) the
-broker handed it label the lane in order. The report keeps each member's epochs but not when each was handed, so
-they are shown in sequence on the lane rather than placed at invented times. The top lane marks every membership
+A member's lane runs from its first request to its end; each epoch (KIP-848 member epoch, classic generation) the
+broker handed it is a mark on the lane at the time of the response that handed it (`sessions/epoch_events`); reports
+written without that table label the lane with the epochs in order instead. The top lane marks every membership
 change (join, leave, expiry, fencing): each one makes the group rebalance.
 """
 
@@ -101,7 +101,25 @@ def _pick_lanes(group: pd.DataFrame, fenced: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([group[first], group[~first]]).head(MAX_LANES).sort_values("first_seen", kind="stable")
 
 
-def _timeline(group_id: str, group: pd.DataFrame, fenced: pd.DataFrame, span: list | None) -> go.Figure:
+def _epoch_marks(fig: go.Figure, epochs: pd.DataFrame, lane_of: dict) -> None:
+    """Each handed epoch at its time on its member's lane, with the response that handed it."""
+    marks = epochs[epochs["member_id"].isin(lane_of)]
+    if marks.empty:
+        return
+    word = marks["kind"].map({"classic_group": "generation"}).fillna("member epoch")
+    hover = [f"{esc_plot(w)} <b>{int(e)}</b> handed to {esc_plot(m)}<br>at {esc_plot(fmt_ts_full(ts))}<br>"
+             f"by {esc_plot(api)} response corr {esc_plot(corr)}"
+             for w, e, m, ts, api, corr in zip(word, marks["epoch"], marks["member_id"], marks["ts"],
+                                               marks["api_name"], marks["correlation_id"])]
+    fig.add_scatter(x=marks["ts"], y=[esc_plot(lane_of[m]) for m in marks["member_id"]], mode="markers+text",
+                    name="epoch handed", marker={"symbol": "line-ns", "size": 14, "line": {"width": 2,
+                                                                                           "color": "#1e3a8a"}},
+                    text=[str(int(e)) for e in marks["epoch"]], textposition="top center",
+                    textfont={"size": 10, "color": "#1e3a8a"}, hovertext=hover, hoverinfo="text")
+
+
+def _timeline(group_id: str, group: pd.DataFrame, fenced: pd.DataFrame, epochs: pd.DataFrame,
+              span: list | None) -> go.Figure:
     group = group.assign(ended=group["ended"].fillna("alive"))
     group = _pick_lanes(_with_unseen_fenced(group, fenced), fenced)
     group = group.assign(lane=_lane_labels(group),
@@ -120,9 +138,11 @@ def _timeline(group_id: str, group: pd.DataFrame, fenced: pd.DataFrame, span: li
         colour = END_STYLE.get(ended, END_STYLE["alive"])[0]
         fig.add_scatter(x=xs, y=ys, mode="lines", line={"width": 10, "color": colour}, name=esc_plot(ended),
                         hoverinfo="skip")
+    placed = set(epochs["member_id"].dropna())
     fig.add_scatter(x=group["first_seen"], y=[esc_plot(x) for x in group["lane"]], mode="markers+text",
                     marker={"symbol": "triangle-right", "size": 12, "color": "#059669"}, name="join",
-                    text=[esc_plot(_epochs(r)) for _, r in group.iterrows()], textposition="top right",
+                    text=[esc_plot(_epochs(r)) if r["member_id"] not in placed else ""
+                          for _, r in group.iterrows()], textposition="top right",
                     textfont={"size": 10, "color": "#374151"},
                     hovertext=[_member_hover(r) for _, r in group.iterrows()], hoverinfo="text")
     for ended, part in group.groupby("ended"):
@@ -133,6 +153,7 @@ def _timeline(group_id: str, group: pd.DataFrame, fenced: pd.DataFrame, span: li
                             hovertext=[_member_hover(r) for _, r in part.iterrows()], hoverinfo="text",
                             name=esc_plot(ended))
     lane_of = dict(zip(group["member_id"], group["lane"]))
+    _epoch_marks(fig, epochs, lane_of)
     hits = fenced[fenced["member_id"].isin(lane_of)]
     if len(hits):
         fig.add_scatter(x=hits["ts"], y=[esc_plot(lane_of[m]) for m in hits["member_id"]], mode="markers",
@@ -168,8 +189,8 @@ def _summary(members_: pd.DataFrame, fenced: pd.DataFrame) -> pd.DataFrame:
 
 
 def render(report: Report) -> Section:
-    lead = ("Members as lanes, labelled with the epochs the broker handed them: ▶ join, ■ leave or end, ◆ expiry, "
-            "✕ fencing (hover for the error and the evidence).")
+    lead = ("Members as lanes, marked with the epochs the broker handed them (| with the epoch, when it was handed): "
+            "▶ join, ■ leave or end, ◆ expiry, ✕ fencing (hover for the error and the evidence).")
     all_members = members(report)
     fenced = report.frame("fenced_epochs")
     fenced = fenced[fenced["kind"].isin(GROUP_KINDS)]
@@ -178,6 +199,7 @@ def render(report: Report) -> Section:
             "consumer or share groups", "JoinGroup / Heartbeat (classic), ConsumerGroupHeartbeat (KIP-848) or "
             "ShareGroupHeartbeat requests to a group coordinator fill this timeline.")], lead=lead)
     summary = _summary(all_members, fenced)
+    epochs = report.frame("sessions/epoch_events")
     span = capture_range(report.summary)
     blocks: list[object] = [table(summary, [
         Col("group_id", "group"), Col("kind", "kind"), Col("members", "members", fmt_int, numeric=True),
@@ -189,7 +211,8 @@ def render(report: Report) -> Section:
         group = all_members[all_members["group_id"] == group_id]
         if len(group) > MAX_LANES:
             blocks.append(note(f"Showing the first {MAX_LANES} of {len(group):,} members to join."))
-        blocks.append(_timeline(str(group_id), group, fenced[fenced["group_id"] == group_id], span))
+        blocks.append(_timeline(str(group_id), group, fenced[fenced["group_id"] == group_id],
+                                epochs[epochs["group_id"] == group_id], span))
     if len(summary) > MAX_GROUPS:
         blocks.append(note(f"Timelines for the {MAX_GROUPS} groups with the most fencings and members; "
                            f"{len(summary) - MAX_GROUPS:,} more are in the table above."))

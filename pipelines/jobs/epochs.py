@@ -130,3 +130,14 @@ def with_current_epoch(events: DataFrame) -> DataFrame:
             .withColumn("current_epoch", F.last("_handed_epoch", ignorenulls=True).over(before))
             .withColumn("current_epoch_source", F.last("_handed_source", ignorenulls=True).over(before))
             .drop("_handed_epoch", "_handed_source"))
+
+
+def epoch_events(frames: DataFrame) -> DataFrame:
+    """sessions/epoch_events: handed epochs where they changed for their party (heartbeat responses repeat the
+    member's epoch; share session epochs move on with every request and are left out)."""
+    handed = handed_epochs(frames).where(~F.col("party").startswith("share:"))
+    order = Window.partitionBy("party").orderBy("ts", "conn_id", "correlation_id")
+    return (handed.withColumn("previous_epoch", F.lag("epoch").over(order))
+            .where(F.col("previous_epoch").isNull() | (F.col("epoch") != F.col("previous_epoch")))
+            .select("kind", "party", "group_id", "member_id", "transactional_id", "producer_id", "epoch",
+                    "previous_epoch", "ts", "api_name", "correlation_id", "conn_id", "client_id"))
