@@ -92,8 +92,12 @@ def test_share_group_reacquisition_after_release(spark):
         share("ack", 2, "t", 0, 0, 9, ack_type="release", member_id="s1", conn_id="c1"),
         share("acquired", 3, "t", 0, 0, 9, delivery_count=2, member_id="s2", conn_id="c2"),
         share("acquired", 5, "t", 0, 5, 9, delivery_count=3, member_id="s2", conn_id="c2"),
-        # acquired once in the capture: whatever the broker counted before, not a redelivery we saw
+        # acquired once in the capture, but the broker counts a second delivery: the first was before the capture
         share("acquired", 4, "t", 0, 10, 19, delivery_count=2, member_id="s2", conn_id="c2"),
+        # 20-24 likewise; 25-29 is acquired again in the capture, so its row says so instead
+        share("acquired", 6, "t", 0, 20, 29, delivery_count=2, member_id="s1", conn_id="c1"),
+        share("acquired", 7, "t", 0, 25, 29, delivery_count=3, member_id="s1", conn_id="c1"),
+        share("acquired", 8, "t", 0, 30, 39, delivery_count=1, member_id="s1", conn_id="c1"),
     ]
     got = dups(spark, [frame(3, "Metadata", 0)], share_rows=share_rows)
     common = dict(kind="share_group", group_id="sg", topic="t", partition=0, records=5, first_delivery_ts=t(1),
@@ -103,6 +107,15 @@ def test_share_group_reacquisition_after_release(spark):
     assert_frames_equal(got, table(spark, DUPLICATE_DELIVERIES, [
         expected(**common, first_offset=0, last_offset=4, deliveries=2, delivery_count=2),
         expected(**common, first_offset=5, last_offset=9, deliveries=3, delivery_count=3),
+        expected(kind="share_group", group_id="sg", topic="t", partition=0, first_offset=25, last_offset=29,
+                 records=5, deliveries=2, delivery_count=3, first_delivery_ts=t(6), redelivery_ts=t(7),
+                 first_member_id="s1", redelivery_member_id="s1", first_conn_id="c1", redelivery_conn_id="c1",
+                 first_client_id="app", redelivery_client_id="app", ack_history=[], cause="lock_timeout"),
+        *[expected(kind="share_group", group_id="sg", topic="t", partition=0, first_offset=first, last_offset=last,
+                   records=last - first + 1, deliveries=2, delivery_count=2, redelivery_ts=t(ts),
+                   redelivery_member_id=member, redelivery_conn_id=conn, redelivery_client_id="app", ack_history=[],
+                   cause="delivered_before_capture")
+          for first, last, ts, member, conn in [(10, 19, 4, "s2", "c2"), (20, 24, 6, "s1", "c1")]],
     ]))
 
 

@@ -9,7 +9,7 @@ the wire without reaching the application, and are reported as `wire_only`.
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from pipelines.jobs.common import (
@@ -104,35 +104,46 @@ def _with_consumed(deliveries: DataFrame, committed: DataFrame) -> DataFrame:
                   "_nfetch_clip", "_prev_commit", "_resp_last"))
 
 
-def _coverage_runs(deliveries: DataFrame, key: list[str]) -> DataFrame:
-    """Runs of offsets fetched at least twice, with how many fetches (`wire_deliveries`) and how many consumed
-    deliveries (`deliveries`) cover each: a sweep over range starts (+1) and ends (-1) with running sums, exact per
-    offset without a range self-join."""
-    consumed = deliveries.where(F.col("consumed_last") >= F.col("clip"))
-    events = (deliveries.select(*key, F.col("clip").alias("pos"), F.lit(1).alias("dw"), F.lit(0).alias("da"))
-              .unionByName(deliveries.select(*key, (F.col("last_offset") + 1).alias("pos"), F.lit(-1).alias("dw"),
-                                             F.lit(0).alias("da")))
-              .unionByName(consumed.select(*key, F.col("clip").alias("pos"), F.lit(0).alias("dw"), F.lit(1).alias("da")))
-              .unionByName(consumed.select(*key, (F.col("consumed_last") + 1).alias("pos"), F.lit(0).alias("dw"),
-                                           F.lit(-1).alias("da")))
-              .groupBy(*key, "pos").agg(F.sum("dw").alias("dw"), F.sum("da").alias("da")))
+def _sweep(key: list[str], *sources: tuple[DataFrame, str, str, dict[str, Column]]) -> DataFrame:
+    """Maximal offset segments with, per counter, the summed weight of the ranges covering each: a sweep over range
+    starts (+weight) and ends (-weight) with running sums, exact per offset without a range self-join. A source is
+    (ranges, first-offset column, last-offset column, {counter: weight})."""
+    names = sorted({n for *_, weights in sources for n in weights})
+    events = None
+    for df, lo, hi, weights in sources:
+        for pos, sign in ((F.col(lo), 1), (F.col(hi) + 1, -1)):
+            part = df.select(*key, pos.alias("pos"), *[(weights.get(n, F.lit(0)) * sign).alias(n) for n in names])
+            events = part if events is None else events.unionByName(part)
     by_pos = Window.partitionBy(*key).orderBy("pos")
     upto = by_pos.rowsBetween(Window.unboundedPreceding, 0)
-    segments = (events.withColumn("wire_deliveries", F.sum("dw").over(upto))
-                .withColumn("deliveries", F.sum("da").over(upto))
-                .withColumn("last_offset", F.lead("pos").over(by_pos) - 1)
-                .where((F.col("wire_deliveries") >= 2) & F.col("last_offset").isNotNull())
-                .withColumnRenamed("pos", "first_offset"))
-    segments = (segments.withColumn("_app", F.col("deliveries") >= 2)
-                .withColumn("_count", F.when(F.col("_app"), F.col("deliveries")).otherwise(F.col("wire_deliveries"))))
-    same = [*key, "_app", "_count"]
+    return (events.groupBy(*key, "pos").agg(*[F.sum(n).alias(n) for n in names])
+            .withColumns({n: F.sum(n).over(upto) for n in names})
+            .withColumn("last_offset", F.lead("pos").over(by_pos) - 1)
+            .where(F.col("last_offset").isNotNull()).withColumnRenamed("pos", "first_offset"))
+
+
+def _islands(segments: DataFrame, same: list[str], *aggs: Column) -> DataFrame:
+    """Adjacent segments that agree on `same`, merged into runs."""
     order = Window.partitionBy(*same).orderBy("first_offset")
     island = F.sum(F.when(F.col("first_offset") == F.lag("last_offset").over(order) + 1, 0).otherwise(1)).over(
         order.rowsBetween(Window.unboundedPreceding, 0))
     return (segments.withColumn("_island", island).groupBy(*same, "_island")
-            .agg(F.min("first_offset").alias("first_offset"), F.max("last_offset").alias("last_offset"),
-                 F.max("wire_deliveries").alias("wire_deliveries"), F.max("deliveries").alias("deliveries"))
-            .drop("_island", "_app", "_count"))
+            .agg(F.min("first_offset").alias("first_offset"), F.max("last_offset").alias("last_offset"), *aggs)
+            .drop("_island"))
+
+
+def _coverage_runs(deliveries: DataFrame, key: list[str]) -> DataFrame:
+    """Runs of offsets fetched at least twice, with how many fetches (`wire_deliveries`) and how many consumed
+    deliveries (`deliveries`) cover each."""
+    consumed = deliveries.where(F.col("consumed_last") >= F.col("clip"))
+    segments = (_sweep(key, (deliveries, "clip", "last_offset", {"wire_deliveries": F.lit(1)}),
+                       (consumed, "clip", "consumed_last", {"deliveries": F.lit(1)}))
+                .where(F.col("wire_deliveries") >= 2)
+                .withColumn("_app", F.col("deliveries") >= 2))
+    segments = segments.withColumn("_count", F.when(F.col("_app"), F.col("deliveries"))
+                                   .otherwise(F.col("wire_deliveries")))
+    return _islands(segments, [*key, "_app", "_count"], F.max("wire_deliveries").alias("wire_deliveries"),
+                    F.max("deliveries").alias("deliveries")).drop("_app", "_count")
 
 
 def _first_two(runs: DataFrame, deliveries: DataFrame, key: list[str]) -> DataFrame:
@@ -234,28 +245,27 @@ def _not_consumer() -> dict:
 
 
 def _coverage(ranges: DataFrame, key: list[str]) -> DataFrame:
-    """Offsets covered by at least two ranges, as maximal (first_offset, last_offset, deliveries) runs: a sweep over
-    range starts (+1) and ends (-1) with a running sum, so each offset's count is exact without a range self-join."""
-    events = (ranges.select(*key, F.col("first_offset").alias("pos"), F.lit(1).alias("delta"))
-              .unionByName(ranges.select(*key, (F.col("last_offset") + 1).alias("pos"), F.lit(-1).alias("delta")))
-              .groupBy(*key, "pos").agg(F.sum("delta").alias("delta")))
-    by_pos = Window.partitionBy(*key).orderBy("pos")
-    segments = (events.withColumn("deliveries", F.sum("delta").over(by_pos.rowsBetween(Window.unboundedPreceding, 0)))
-                .withColumn("last_offset", F.lead("pos").over(by_pos) - 1)
-                .where((F.col("deliveries") >= 2) & F.col("last_offset").isNotNull())
-                .withColumnRenamed("pos", "first_offset"))
-    same = [*key, "deliveries"]
-    order = Window.partitionBy(*same).orderBy("first_offset")
-    island = F.sum(F.when(F.col("first_offset") == F.lag("last_offset").over(order) + 1, 0).otherwise(1)).over(
-        order.rowsBetween(Window.unboundedPreceding, 0))
-    return (segments.withColumn("_island", island).groupBy(*same, "_island")
-            .agg(F.min("first_offset").alias("first_offset"), F.max("last_offset").alias("last_offset"))
-            .drop("_island"))
+    """Offsets covered by at least two ranges, as maximal (first_offset, last_offset, deliveries) runs."""
+    segments = _sweep(key, (ranges, "first_offset", "last_offset", {"deliveries": F.lit(1)}))
+    return _islands(segments.where(F.col("deliveries") >= 2), [*key, "deliveries"])
+
+
+def _acquired_before_capture(acquired: DataFrame, key: list[str]) -> DataFrame:
+    """Offsets acquired once in the capture with a delivery count above 1: the broker had delivered them before the
+    capture began. One run per acquisition, its columns prefixed `a_`."""
+    again = acquired.where(F.col("delivery_count") > 1)
+    offsets = ("first_offset", "last_offset")
+    once = (_sweep(key, (acquired, *offsets, {"_seen": F.lit(1)}), (again, *offsets, {"_again": F.lit(1)}))
+            .where((F.col("_seen") == 1) & (F.col("_again") == 1)).select(*key, *offsets))
+    who = ["a_ts", "a_conn_id", "a_correlation_id", "a_member_id", "a_client_id", "a_delivery_count"]
+    pairs = overlapping(once, again, key, offsets, offsets, "a_").select(*key, *offsets, *who)
+    return _islands(pairs, [*key, *who])
 
 
 def share_duplicates(share: DataFrame) -> DataFrame:
     """Offsets acquired more than once in the capture (`deliveries` counts the acquisitions seen; `delivery_count`
-    is the broker's own highest count), with the acks between the first two acquisitions and the likely cause."""
+    is the broker's own highest count), with the acks between the first two acquisitions and the likely cause; and
+    offsets acquired once in the capture whose delivery count says they were delivered before it began."""
     key = ["group_id", "topic", "partition"]
     acquired = share.where(F.col("kind") == "acquired")
     runs = _coverage(acquired, key)
@@ -289,7 +299,25 @@ def share_duplicates(share: DataFrame) -> DataFrame:
                 F.when(cause == "release", "released").when(cause == "reject", "rejected")
                 .otherwise("lock_timeout").alias("cause"),
                 F.lit(False).alias("possible"), *[v.alias(k) for k, v in _not_consumer().items()])
-            .select(OUTPUT))
+            .select(OUTPUT)
+            .unionByName(_before_capture_rows(_acquired_before_capture(acquired, key), key)))
+
+
+def _before_capture_rows(runs: DataFrame, key: list[str]) -> DataFrame:
+    """The broker's delivery count is the only evidence: no first delivery, no acks."""
+    return runs.select(
+        F.lit("share_group").alias("kind"), *key, "first_offset", "last_offset",
+        (F.col("last_offset") - F.col("first_offset") + 1).alias("records"),
+        F.col("a_delivery_count").cast("long").alias("deliveries"),
+        F.lit(None).cast("timestamp").alias("first_delivery_ts"), F.col("a_ts").alias("redelivery_ts"),
+        F.lit(None).cast("string").alias("first_member_id"), F.col("a_member_id").alias("redelivery_member_id"),
+        F.lit(None).cast("string").alias("first_conn_id"), F.col("a_conn_id").alias("redelivery_conn_id"),
+        F.lit(None).cast("string").alias("first_client_id"), F.col("a_client_id").alias("redelivery_client_id"),
+        F.col("a_delivery_count").cast("int").alias("delivery_count"),
+        F.array().cast("array<string>").alias("ack_history"), F.lit(None).cast("long").alias("producer_id"),
+        F.lit(None).cast("int").alias("producer_epoch"), F.lit(None).cast("int").alias("base_sequence"),
+        F.lit(None).cast("long").alias("original_offset"), F.lit("delivered_before_capture").alias("cause"),
+        F.lit(False).alias("possible"), *[v.alias(k) for k, v in _not_consumer().items()]).select(OUTPUT)
 
 
 def producer_duplicates(batches: DataFrame, records: DataFrame | None) -> DataFrame:
