@@ -16,9 +16,11 @@ I32 = struct.Struct(">i")
 TagDecoders = dict[int, tuple[str, Callable[[bytes, int], tuple[object, int]]]]
 
 
-def read_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
-    """An unsigned varint of at most 5 bytes (Kafka's readUnsignedVarint); IndexError past the end."""
+def read_uvarint(buf: bytes, pos: int, max_bytes: int = 5) -> tuple[int, int]:
+    """An unsigned varint of at most `max_bytes` bytes: 5 for the protocol's (Kafka's readUnsignedVarint), 10 for
+    record varlongs (the caller un-zigzags those); IndexError past the end."""
     start = pos
+    limit = 7 * max_bytes
     value = shift = 0
     while True:
         b = buf[pos]
@@ -27,8 +29,8 @@ def read_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
         if b < 0x80:
             return value, pos
         shift += 7
-        if shift >= 35:
-            raise DecodeError("bad_varint", start, "unsigned varint longer than 5 bytes")
+        if shift >= limit:
+            raise DecodeError("bad_varint", start, f"unsigned varint longer than {max_bytes} bytes")
 
 
 def varint_start(pos: int, n: int) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import struct
 
 from dissect.errors import DecodeError
+from dissect.protocol.wire import read_uvarint
 from dissect.records.record import Record
 
 HEADER = struct.Struct(">qiibIhiqqqhii")
@@ -15,20 +16,6 @@ CRC_START = 21
 """The crc32c covers everything from the attributes field to the end of the batch."""
 
 _INT32_MAX = 0x7FFFFFFF
-
-
-def _uvarint(b: bytes, pos: int) -> tuple[int, int]:
-    """Unsigned varint from `pos` (the caller un-zigzags); the record loop inlines the 1- and 2-byte cases."""
-    result = shift = 0
-    while True:
-        x = b[pos]
-        pos += 1
-        result |= (x & 0x7F) << shift
-        if x < 0x80:
-            return result, pos
-        shift += 7
-        if shift > 63:
-            raise DecodeError("bad_varint", pos, "varint longer than 10 bytes")
 
 
 def decode_records(b: bytes, pos: int, end: int, count: int, base_offset: int, base_timestamp: int,
@@ -55,7 +42,7 @@ def decode_records(b: bytes, pos: int, end: int, count: int, base_offset: int, b
             elif b[pos + 1] < 0x80:
                 x, pos = (x & 0x7F) | b[pos + 1] << 7, pos + 2
             else:
-                x, pos = _uvarint(b, pos)
+                x, pos = read_uvarint(b, pos, 10)
             length = (x >> 1) ^ -(x & 1)
             rec_end = pos + length
             if length < 6 or rec_end > end:
@@ -68,7 +55,7 @@ def decode_records(b: bytes, pos: int, end: int, count: int, base_offset: int, b
             elif b[pos + 1] < 0x80:
                 x, pos = (x & 0x7F) | b[pos + 1] << 7, pos + 2
             else:
-                x, pos = _uvarint(b, pos)
+                x, pos = read_uvarint(b, pos, 10)
             ts_delta = (x >> 1) ^ -(x & 1)
             x = b[pos]
             if x < 0x80:
@@ -76,7 +63,7 @@ def decode_records(b: bytes, pos: int, end: int, count: int, base_offset: int, b
             elif b[pos + 1] < 0x80:
                 x, pos = (x & 0x7F) | b[pos + 1] << 7, pos + 2
             else:
-                x, pos = _uvarint(b, pos)
+                x, pos = read_uvarint(b, pos, 10)
             offset_delta = (x >> 1) ^ -(x & 1)
             x = b[pos]
             if x < 0x80:
@@ -84,7 +71,7 @@ def decode_records(b: bytes, pos: int, end: int, count: int, base_offset: int, b
             elif b[pos + 1] < 0x80:
                 x, pos = (x & 0x7F) | b[pos + 1] << 7, pos + 2
             else:
-                x, pos = _uvarint(b, pos)
+                x, pos = read_uvarint(b, pos, 10)
             n = (x >> 1) ^ -(x & 1)
             if n >= 0:
                 key, pos = b[pos : pos + n], pos + n
@@ -96,7 +83,7 @@ def decode_records(b: bytes, pos: int, end: int, count: int, base_offset: int, b
             elif b[pos + 1] < 0x80:
                 x, pos = (x & 0x7F) | b[pos + 1] << 7, pos + 2
             else:
-                x, pos = _uvarint(b, pos)
+                x, pos = read_uvarint(b, pos, 10)
             n = (x >> 1) ^ -(x & 1)
             if n >= 0:
                 value, pos = b[pos : pos + n], pos + n
@@ -109,7 +96,7 @@ def decode_records(b: bytes, pos: int, end: int, count: int, base_offset: int, b
                 if x < 0x80:
                     pos += 1
                 else:
-                    x, pos = _uvarint(b, pos)
+                    x, pos = read_uvarint(b, pos, 10)
                 headers, pos = _headers(b, pos, (x >> 1) ^ -(x & 1), rec_end, where - start)
             if pos != rec_end:
                 raise DecodeError("length_too_large" if pos > rec_end else "trailing_bytes", where + pos - start,
@@ -128,7 +115,7 @@ def decode_records(b: bytes, pos: int, end: int, count: int, base_offset: int, b
     except DecodeError as e:
         if e.reason != "bad_varint":
             raise
-        raise DecodeError("bad_varint", where + e.offset - start, e.detail) from None  # _uvarint knows only `b`
+        raise DecodeError("bad_varint", where + e.offset - start, e.detail) from None  # read_uvarint knows only `b`
     if pos != end:
         raise DecodeError("trailing_bytes", where + pos - start, f"{end - pos} bytes after the last of {count} records")
     return out
@@ -143,7 +130,7 @@ def _headers(b: bytes, pos: int, count: int, rec_end: int, shift: int) -> tuple[
         if x < 0x80:
             pos += 1
         else:
-            x, pos = _uvarint(b, pos)
+            x, pos = read_uvarint(b, pos, 10)
         n = (x >> 1) ^ -(x & 1)
         if n < 0:
             raise DecodeError("null_not_allowed", shift + pos, "null record header key")
@@ -156,7 +143,7 @@ def _headers(b: bytes, pos: int, count: int, rec_end: int, shift: int) -> tuple[
         if x < 0x80:
             pos += 1
         else:
-            x, pos = _uvarint(b, pos)
+            x, pos = read_uvarint(b, pos, 10)
         n = (x >> 1) ^ -(x & 1)
         if n >= 0:
             headers.append((key, b[pos : pos + n]))
