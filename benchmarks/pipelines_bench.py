@@ -144,7 +144,8 @@ def share_rows(raw: DataFrame) -> DataFrame:
         "client_id", F.lit("share-group").alias("group_id"),
         F.concat(F.lit("share-"), F.col("client_id")).alias("member_id"), F.lit("orders").alias("topic"),
         F.col("_partition").alias("partition"), first.alias("first_offset"), (first + 9).alias("last_offset"),
-        F.when(again, 2).otherwise(1).cast("short").alias("delivery_count"), F.lit(0).cast("short").alias("error_code")))
+        F.when(again, 2).otherwise(1).cast("short").alias("delivery_count"),
+        F.lit(0).cast("short").alias("error_code")))
 
 
 def write_inputs(spark: SparkSession, n: int, out: str) -> None:

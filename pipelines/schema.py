@@ -232,7 +232,8 @@ DUPLICATE_DELIVERIES = table(
     column("cause", pa.string(),
            "Likely cause, from the group's events between the two deliveries. Consumer groups: `fencing`, `rebalance`, "
            "`seek_to_committed` (an OffsetFetch), `refetch` (none of those), `unlinked` (no group known). "
-           "Share groups (the last ack before the second acquisition): `released`, `rejected`, `lock_timeout` (no ack), "
+           "Share groups (the last ack before the second acquisition): `released`, `rejected`, `lock_timeout` "
+           "(no ack), "
            "`delivered_before_capture` (acquired once in the capture with a delivery count above 1: `deliveries` is "
            "the broker's count). "
            "Producers: `retry_appended_twice`, "

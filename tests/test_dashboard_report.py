@@ -159,8 +159,8 @@ def _duplicates() -> list[dict]:
 
 def _epoch_events() -> list[dict]:
     base = {"kind": "consumer_group", "group_id": "orders-cg", "api_name": "ConsumerGroupHeartbeat"}
-    handed = [(LIVE_MEMBER, 1, None, 5), (FENCED_MEMBER, 2, None, 8), (LIVE_MEMBER, 3, 1, 20), (FENCED_MEMBER, 4, 2, 21),
-              (LIVE_MEMBER, 5, 3, 49)]
+    handed = [(LIVE_MEMBER, 1, None, 5), (FENCED_MEMBER, 2, None, 8), (LIVE_MEMBER, 3, 1, 20),
+              (FENCED_MEMBER, 4, 2, 21), (LIVE_MEMBER, 5, 3, 49)]
     return [{**base, "party": f"orders-cg/{m}", "member_id": m, "epoch": e, "previous_epoch": p, "ts": at(s),
              "correlation_id": 100 + i, "conn_id": conn(50003)} for i, (m, e, p, s) in enumerate(handed)]
 

@@ -123,8 +123,8 @@ def test_leader_epoch_fencing_per_partition_with_the_current_epoch(spark):
         {"partition_index": 0, "leader_epoch": 6}, {"partition_index": 1, "leader_epoch": 3}]}]}
     frames = [
         frame(3, "Metadata", 0, correlation_id=1, response=handed),
-        frame(3, "Metadata", 0.5, correlation_id=2, response={"topics": [{"name": "t", "topic_id": "AAA", "partitions": [
-            {"partition_index": 0, "leader_epoch": 7}]}]}),
+        frame(3, "Metadata", 0.5, correlation_id=2, response={"topics": [
+            {"name": "t", "topic_id": "AAA", "partitions": [{"partition_index": 0, "leader_epoch": 7}]}]}),
         # Fetch v11 names topics: partition 0 is behind the epoch Metadata handed out, partition 1 is fine
         frame(1, "Fetch", 4, correlation_id=4, api_version=11, error_code=74, error_name="FENCED_LEADER_EPOCH",
               request={"topics": [{"topic": "t", "partitions": [{"partition": 0, "current_leader_epoch": 5},

@@ -69,7 +69,7 @@ def render(report: Report) -> Section:
         card("duplicate deliveries", fmt_int(len(duplicates)), href="#duplicates",
              tone="bad" if len(duplicates) else "good",
              detail=f"{again:,} records delivered again" + (f" ({by_kind(duplicates)})" if len(duplicates) else "")
-             + (f"; {others:,} more possible or wire-only ranges listed" if others else "")),
+             + (f"; {others:,} more possible or wire-only range{'s' if others != 1 else ''} listed" if others else "")),
         card("errors", fmt_int(errors), href="#throughput", tone="warn" if errors else "",
              detail="responses with a non-zero error code"),
         card("anomalies", fmt_int(anomalies), tone="warn" if anomalies else "",
