@@ -33,7 +33,8 @@ def main(argv: list[str]) -> int:
     print(f"[1/3] dissecting {capture} -> {dissected}")
     dissect_captures([str(capture)], str(dissected), records=True, progress=True)
     print(f"[2/3] running the pipelines in Spark ({args.master}) -> {report}")
-    summary = run(get_spark("kafkatap-demo", args.master), str(dissected), str(report), list(JOBS))
+    summary = run(get_spark("kafkatap-demo", args.master), str(dissected), str(report), list(JOBS),
+                  on_job=lambda job, seconds: print(f"      {job}: {seconds:.1f} s", flush=True))
     print(f"      fencings: {summary.get('fenced_epochs')}, records delivered again: {summary.get('duplicate_records')}")
     print(f"[3/3] writing the dashboard -> {page}")
     write_dashboard(str(report), str(page))

@@ -32,7 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     # Under spark-submit the JVM started this process (PYSPARK_GATEWAY_PORT): its --master wins.
     master = args.master or (None if os.environ.get("PYSPARK_GATEWAY_PORT") else "local[*]")
     spark = get_spark("kafkatap-analyze", master)
-    result = run(spark, args.frames, args.out, jobs, args.window)
+    result = run(spark, args.frames, args.out, jobs, args.window,
+                 on_job=lambda job, seconds: print(f"{job}: done in {seconds:.1f} s", file=sys.stderr, flush=True))
     print(json.dumps(result, indent=2, sort_keys=True))
     return 0
 

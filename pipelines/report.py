@@ -8,6 +8,7 @@ leaves a consistent report.
 from __future__ import annotations
 
 import argparse
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -105,14 +106,19 @@ def existing_tables(spark: SparkSession, report: str) -> dict[str, DataFrame]:
             if exists(spark, join_uri(report, name))}
 
 
-def run(spark: SparkSession, out: str, report: str, jobs: list[str], window: str = "1s") -> dict:
-    """Run `jobs` in order (later jobs reuse earlier tables), then rewrite REPORT/summary.json; returns it."""
+def run(spark: SparkSession, out: str, report: str, jobs: list[str], window: str = "1s",
+        on_job: Callable[[str, float], None] | None = None) -> dict:
+    """Run `jobs` in order (later jobs reuse earlier tables), then rewrite REPORT/summary.json; returns it.
+    `on_job(job, seconds)` hears of each job as it finishes."""
     window_interval(window)
     inp = read_inputs(spark, out)
     done: dict[str, DataFrame] = {}
     for job in jobs:
         kwargs = {"window": window} if job == "throughput" else {}
+        start = time.perf_counter()
         done |= JOBS[job](spark, inp, report, done, **kwargs)
+        if on_job is not None:
+            on_job(job, time.perf_counter() - start)
     tables = existing_tables(spark, report)
     result = summary(inp.frames, inp.batches, inp.anomalies, tables, window)
     write_json(spark, join_uri(report, "summary.json"), result)

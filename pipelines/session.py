@@ -19,13 +19,20 @@ def get_spark(app: str, master: str | None = None, shuffle_partitions: int | Non
         builder = builder.master(master)
     for key, value in SETTINGS.items():
         builder = builder.config(key, value)
-    if shuffle_partitions is None and master and master.startswith("local"):
+    local = bool(master and master.startswith("local"))
+    if local:
+        # A terminal, not a cluster UI: the commands print each job's progress themselves, and Spark's progress bars
+        # would overwrite those lines.
+        builder = builder.config("spark.ui.showConsoleProgress", "false")
+    if shuffle_partitions is None and local:
         # One machine: a few partitions per core, not Spark's cluster-sized default of 200 (most of which would be
         # tiny tasks here).
         shuffle_partitions = 8
     if shuffle_partitions:
         builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
     spark = builder.getOrCreate()
+    if local:
+        spark.sparkContext.setLogLevel("ERROR")  # WARNs about plan sizes and native libraries mean nothing to a user
     for key, value in SETTINGS.items():
         spark.conf.set(key, value)
     return spark
