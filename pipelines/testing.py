@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import TimestampType
 
 from dissect.schema import BATCHES, FRAMES, RECORDS, SHARE
+from pipelines.jobs.common import ISO
 from pipelines.storage import spark_schema
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
@@ -80,7 +81,7 @@ def table(spark: SparkSession, schema: pa.Schema, rows: list[dict]) -> DataFrame
 def rows(df: DataFrame) -> list[dict]:
     """A frame's rows as dicts in a stable order, timestamps rendered as UTC ISO strings inside Spark (collected
     timestamps would otherwise come back naive, in the Python process's local time)."""
-    cols = [F.date_format(F.col(f.name), "yyyy-MM-dd'T'HH:mm:ss.SSSSSS'Z'").alias(f.name)
+    cols = [F.date_format(F.col(f.name), ISO).alias(f.name)
             if isinstance(f.dataType, TimestampType) else F.col(f.name) for f in df.schema]
     out = [r.asDict(recursive=True) for r in df.select(cols).collect()]
     return sorted(out, key=repr)

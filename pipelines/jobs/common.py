@@ -22,6 +22,20 @@ LEADER_FENCING = ["FENCED_LEADER_EPOCH"]
 FENCING_ERRORS = MEMBER_FENCING + PRODUCER_FENCING + SHARE_SESSION_FENCING + LEADER_FENCING
 
 
+ISO = "yyyy-MM-dd'T'HH:mm:ss.SSSSSS'Z'"
+"""Timestamps as text in the report (evidence strings, summary.json): UTC, microseconds."""
+
+
+def response_source(api_name: Column, at: Column | None = None) -> Column:
+    """Which response a piece of evidence came from, `<api> response corr=<id> conn=<conn_id>[ at <ts>]`: the form
+    of the report's `current_epoch_source`."""
+    parts = [api_name, F.lit(" response corr="), F.col("correlation_id").cast("string"), F.lit(" conn="),
+             F.col("conn_id")]
+    if at is not None:
+        parts += [F.lit(" at "), F.date_format(at, ISO)]
+    return F.concat(*parts)
+
+
 def with_client_host(df: DataFrame) -> DataFrame:
     return df.withColumn("client_host", client_host(F.col("client_addr")))
 

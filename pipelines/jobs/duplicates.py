@@ -13,7 +13,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from pipelines.jobs.common import (
-    CONSUMER_GROUP_HEARTBEAT, JOIN_GROUP, OFFSET_COMMIT, OFFSET_FETCH, SYNC_GROUP, group_kinds, is_ok, nonempty,
+    CONSUMER_GROUP_HEARTBEAT, ISO, JOIN_GROUP, OFFSET_COMMIT, OFFSET_FETCH, SYNC_GROUP, group_kinds, is_ok, nonempty,
     request_str, response_str, with_client_host,
 )
 from pipelines.jobs.links import link_deliveries
@@ -244,19 +244,18 @@ def _not_consumer() -> dict:
             "wire_deliveries": F.lit(None).cast("long")}
 
 
-def _coverage(ranges: DataFrame, key: list[str]) -> DataFrame:
-    """Offsets covered by at least two ranges, as maximal (first_offset, last_offset, deliveries) runs."""
-    segments = _sweep(key, (ranges, "first_offset", "last_offset", {"deliveries": F.lit(1)}))
-    return _islands(segments.where(F.col("deliveries") >= 2), [*key, "deliveries"])
+def _acquisition_segments(acquired: DataFrame, again: DataFrame, key: list[str]) -> DataFrame:
+    """One sweep over a share partition's acquisitions: per offset segment, how many acquisitions cover it
+    (`deliveries`) and how many of those had a delivery count above 1 (`_again`)."""
+    offsets = ("first_offset", "last_offset")
+    return _sweep(key, (acquired, *offsets, {"deliveries": F.lit(1)}), (again, *offsets, {"_again": F.lit(1)}))
 
 
-def _acquired_before_capture(acquired: DataFrame, key: list[str]) -> DataFrame:
+def _acquired_before_capture(segments: DataFrame, again: DataFrame, key: list[str]) -> DataFrame:
     """Offsets acquired once in the capture with a delivery count above 1: the broker had delivered them before the
     capture began. One run per acquisition, its columns prefixed `a_`."""
-    again = acquired.where(F.col("delivery_count") > 1)
     offsets = ("first_offset", "last_offset")
-    once = (_sweep(key, (acquired, *offsets, {"_seen": F.lit(1)}), (again, *offsets, {"_again": F.lit(1)}))
-            .where((F.col("_seen") == 1) & (F.col("_again") == 1)).select(*key, *offsets))
+    once = segments.where((F.col("deliveries") == 1) & (F.col("_again") == 1)).select(*key, *offsets)
     who = ["a_ts", "a_conn_id", "a_correlation_id", "a_member_id", "a_client_id", "a_delivery_count"]
     pairs = overlapping(once, again, key, offsets, offsets, "a_").select(*key, *offsets, *who)
     return _islands(pairs, [*key, *who])
@@ -268,7 +267,9 @@ def share_duplicates(share: DataFrame) -> DataFrame:
     offsets acquired once in the capture whose delivery count says they were delivered before it began."""
     key = ["group_id", "topic", "partition"]
     acquired = share.where(F.col("kind") == "acquired")
-    runs = _coverage(acquired, key)
+    again = acquired.where(F.col("delivery_count") > 1)
+    segments = _acquisition_segments(acquired, again, key)
+    runs = _islands(segments.where(F.col("deliveries") >= 2), [*key, "deliveries"])
     offsets = ("first_offset", "last_offset")
     who = F.struct(F.col("a_ts").alias("ts"), F.col("a_member_id").alias("member_id"),
                    F.col("a_conn_id").alias("conn_id"), F.col("a_client_id").alias("client_id"))
@@ -282,7 +283,7 @@ def share_duplicates(share: DataFrame) -> DataFrame:
                .agg(F.array_sort(F.collect_list(F.struct(F.col("k_ts").alias("ts"),
                                                          F.col("k_ack_type").alias("ack_type")))).alias("acks")))
     cause = F.coalesce(F.element_at("acks", -1)["ack_type"], F.lit("timeout"))
-    stamp = lambda a: F.concat(a["ack_type"], F.lit("@"), F.date_format(a["ts"], "yyyy-MM-dd'T'HH:mm:ss.SSSSSS'Z'"))  # noqa: E731
+    stamp = lambda a: F.concat(a["ack_type"], F.lit("@"), F.date_format(a["ts"], ISO))  # noqa: E731
     return (firsts.join(history, [*key, "first_offset", "last_offset"], "left")
             .select(
                 F.lit("share_group").alias("kind"), *key, "first_offset", "last_offset",
@@ -300,7 +301,7 @@ def share_duplicates(share: DataFrame) -> DataFrame:
                 .otherwise("lock_timeout").alias("cause"),
                 F.lit(False).alias("possible"), *[v.alias(k) for k, v in _not_consumer().items()])
             .select(OUTPUT)
-            .unionByName(_before_capture_rows(_acquired_before_capture(acquired, key), key)))
+            .unionByName(_before_capture_rows(_acquired_before_capture(segments, again, key), key)))
 
 
 def _before_capture_rows(runs: DataFrame, key: list[str]) -> DataFrame:

@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 from pipelines.jobs.common import (
     ADD_OFFSETS_TO_TXN, ADD_PARTITIONS_TO_TXN, CONSUMER_GROUP_HEARTBEAT, END_TXN, HEARTBEAT, INIT_PRODUCER_ID,
     JOIN_GROUP, LEAVE_GROUP, OFFSET_COMMIT, PRODUCE, SHARE_ACKNOWLEDGE, SHARE_FETCH, SHARE_GROUP_HEARTBEAT,
-    SYNC_GROUP, TXN_OFFSET_COMMIT, group_kinds, is_ok, nonempty, request_str, response_str,
+    SYNC_GROUP, TXN_OFFSET_COMMIT, group_kinds, is_ok, nonempty, request_str, response_source, response_str,
 )
 
 EVENT_COLUMNS = ["kind", "party", "group_id", "member_id", "group_instance_id", "transactional_id", "producer_id",
@@ -121,9 +121,7 @@ def with_current_epoch(events: DataFrame) -> DataFrame:
     (handed events sort before usage at the same microsecond: a response precedes the next request)."""
     before = (Window.partitionBy("party").orderBy(F.col("ts"), F.col("handed").desc(), "conn_id", "correlation_id")
               .rowsBetween(Window.unboundedPreceding, -1))
-    source = F.concat(F.col("api_name"), F.lit(" response corr="), F.col("correlation_id").cast("string"),
-                      F.lit(" conn="), F.col("conn_id"), F.lit(" at "),
-                      F.date_format("ts", "yyyy-MM-dd'T'HH:mm:ss.SSSSSS'Z'"))
+    source = response_source(F.col("api_name"), F.col("ts"))
     return (events
             .withColumn("_handed_epoch", F.when(F.col("handed"), F.col("epoch")))
             .withColumn("_handed_source", F.when(F.col("handed"), source))

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from pipelines.jobs.common import LEADER_FENCING
+from pipelines.jobs.common import LEADER_FENCING, response_source
 
 METADATA = 3
 FENCED_LEADER_EPOCH = 74
@@ -20,7 +20,6 @@ REQUEST = "struct<topics:{}>".format(_TOPICS.format("partition:int,partition_ind
 _ANSWER = _TOPICS.format("partition:int,partition_index:int,error_code:int,current_leader:struct<leader_epoch:int>")
 RESPONSE = f"struct<responses:{_ANSWER},topics:{_ANSWER}>"
 HANDED = "struct<topics:{}>".format(_TOPICS.format("partition:int,partition_index:int,leader_epoch:int"))
-ISO = "yyyy-MM-dd'T'HH:mm:ss.SSSSSS'Z'"
 
 
 def _partitions(df: DataFrame, topics, *cols) -> DataFrame:
@@ -31,9 +30,15 @@ def _partitions(df: DataFrame, topics, *cols) -> DataFrame:
     return p.withColumn("partition", F.coalesce("p.partition", "p.partition_index"))
 
 
-def _names(frames: DataFrame) -> DataFrame:
+def _metadata(frames: DataFrame) -> DataFrame:
+    """Metadata responses, parsed once for both uses: topic names and the leader epochs they hand out."""
+    return frames.where(F.col("api_key") == METADATA).select(
+        "conn_id", "correlation_id", F.coalesce("ts_response", "ts_request").alias("ts"),
+        F.from_json(F.col("response_json"), HANDED).alias("j"))
+
+
+def _names(md: DataFrame) -> DataFrame:
     """topic_id -> name, from the Metadata responses of the capture (Fetch v13+ names topics by id only)."""
-    md = frames.where(F.col("api_key") == METADATA).select(F.from_json(F.col("response_json"), HANDED).alias("j"))
     return (md.select(F.explode("j.topics").alias("t")).where(F.col("t.name").isNotNull())
             .select(F.col("t.topic_id").alias("topic_id"), F.col("t.name").alias("_name"))
             .where(F.col("topic_id").isNotNull()).groupBy("topic_id").agg(F.min("_name").alias("_name")))
@@ -47,7 +52,8 @@ def _resolved(df: DataFrame, names: DataFrame) -> DataFrame:
 def leader_fencings(frames: DataFrame) -> DataFrame:
     """One row per rejected (request, partition); a rejection whose partitions cannot be read keeps one row with
     them null, so no reported fencing is lost."""
-    names = _names(frames)
+    md = _metadata(frames)
+    names = _names(md)
     rejected = frames.where(F.col("error_name").isin(LEADER_FENCING)).withColumn(
         "ts", F.coalesce("ts_request", "ts_response"))
     keys = ["conn_id", "correlation_id"]
@@ -59,16 +65,13 @@ def leader_fencings(frames: DataFrame) -> DataFrame:
     asked = asked.select(*keys, "topic", "partition", F.col("p.current_leader_epoch").alias("stale_epoch"))
     rows = (rejected.join(answered, keys, "left").join(asked, [*keys, "topic", "partition"], "left")
             .withColumn("_answered", F.when(F.col("_answered") >= 0, F.col("_answered"))))
-    return _with_handed(rows, frames, names)
+    return _with_handed(rows, md, names)
 
 
-def _with_handed(rows: DataFrame, frames: DataFrame, names: DataFrame) -> DataFrame:
+def _with_handed(rows: DataFrame, md: DataFrame, names: DataFrame) -> DataFrame:
     """current_epoch / current_epoch_source: the response's own epoch, else the highest Metadata handed before."""
-    md = frames.where(F.col("api_key") == METADATA).withColumn("ts", F.coalesce("ts_response", "ts_request"))
-    source = F.concat(F.lit("Metadata response corr="), F.col("correlation_id").cast("string"), F.lit(" conn="),
-                      F.col("conn_id"), F.lit(" at "), F.date_format("ts", ISO))
-    handed = (_resolved(_partitions(md.withColumn("_source", source), F.from_json(F.col("response_json"), HANDED)
-                                    ["topics"], "ts", "_source"), names)
+    source = response_source(F.lit("Metadata"), F.col("ts"))
+    handed = (_resolved(_partitions(md.withColumn("_source", source), F.col("j.topics"), "ts", "_source"), names)
               .where(F.col("p.leader_epoch") >= 0)
               .select("topic", "partition", "ts", F.struct(F.col("p.leader_epoch").alias("epoch"),
                                                            F.col("_source").alias("source")).alias("_handed"))
@@ -79,8 +82,7 @@ def _with_handed(rows: DataFrame, frames: DataFrame, names: DataFrame) -> DataFr
              .unionByName(handed.withColumn("_is_row", F.lit(False)), allowMissingColumns=True)
              .withColumn("_best", F.max("_handed").over(order))
              .where(F.col("_is_row")))
-    from_response = F.concat(F.col("api_name"), F.lit(" response corr="), F.col("correlation_id").cast("string"),
-                             F.lit(" conn="), F.col("conn_id"), F.lit(" (current_leader)"))
+    from_response = F.concat(response_source(F.col("api_name")), F.lit(" (current_leader)"))
     return (swept.withColumn("current_epoch", F.coalesce("_answered", "_best.epoch"))
             .withColumn("current_epoch_source", F.when(F.col("_answered").isNotNull(), from_response)
                         .otherwise(F.col("_best.source")))

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-ISO = "yyyy-MM-dd'T'HH:mm:ss.SSSSSS'Z'"
+from pipelines.jobs.common import ISO
+
 
 
 def _by_kind(rows, field: str = "ranges") -> dict[str, int]:
