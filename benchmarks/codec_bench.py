@@ -12,9 +12,8 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from dissect.protocol import (  # noqa: E402
+from kafkatap.dissect.protocol import (
     decode_request,
     decode_request_header,
     decode_response,

@@ -34,10 +34,8 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
-from dissect.streams import run_streams  # noqa: E402
+from kafkatap.dissect.streams import run_streams
 
 PYTHON = sys.executable
 PORT = 39310
@@ -237,7 +235,7 @@ def profile(capture: Path, workdir: Path, top: int = 40) -> None:
     import cProfile
     import pstats
 
-    from dissect.run import dissect_captures
+    from kafkatap.dissect.run import dissect_captures
 
     prof = cProfile.Profile()
     start = time.process_time()
@@ -265,7 +263,6 @@ def main() -> int:
     workdir = Path(args.workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     results = []
-    os.environ["PYTHONPATH"] = str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")
     for kind, target_mb in (("bulk", args.bulk_mb), ("chatty", args.chatty_mb)):
         if args.profile not in (None, kind):
             continue

@@ -10,20 +10,17 @@ dissector contract needs (kio returns frozen dataclasses with uuid.UUID objects 
 from __future__ import annotations
 
 import dataclasses
-import os
-import sys
 import uuid as uuidlib
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from kio.index import load_request_schema, load_response_schema  # noqa: E402
-from kio.schema.index import api_key_map, schema_name_map  # noqa: E402
-from kio.serial import entity_reader  # noqa: E402
+from kio.index import load_request_schema, load_response_schema
+from kio.schema.index import api_key_map, schema_name_map
+from kio.serial import entity_reader
 
-from dissect.errors import DecodeError  # noqa: E402
-from dissect.protocol import api_versions, decode_request, decode_response, encode_request, encode_response  # noqa: E402
+from kafkatap.dissect.errors import DecodeError
+from kafkatap.dissect.protocol import api_versions, decode_request, decode_response, encode_request, encode_response
 
-from codec_bench import measure as rate  # noqa: E402  (a sibling script: benchmarks/ is on sys.path)
+from codec_bench import measure as rate  # a sibling script: Python puts a script's folder first on its path
 
 TOPIC_ID = "AAECAwQFBgcICQoLDA0ODw"
 

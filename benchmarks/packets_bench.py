@@ -12,14 +12,12 @@ from __future__ import annotations
 import argparse
 import os
 import resource
-import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from dissect.streams import run_streams  # noqa: E402
-from tests.pcaputil import ACK, TcpFlow, tcp_frame  # noqa: E402
+from kafkatap.dissect.streams import run_streams
+from tests.pcaputil import ACK, TcpFlow, tcp_frame
 
 
 class CountingSink:

@@ -21,15 +21,14 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from pyspark.sql import DataFrame, SparkSession, Window  # noqa: E402
-from pyspark.sql import functions as F  # noqa: E402
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
 
-from dissect.schema import ANOMALIES, BATCHES, FRAMES, SHARE  # noqa: E402
-from pipelines.report import JOBS, run  # noqa: E402
-from pipelines.session import get_spark  # noqa: E402
-from pipelines.storage import spark_schema  # noqa: E402
+from kafkatap.dissect.schema import ANOMALIES, BATCHES, FRAMES, SHARE
+from kafkatap.pipelines.report import JOBS, run
+from kafkatap.pipelines.session import get_spark
+from kafkatap.pipelines.storage import spark_schema
 
 T0_US = 1_767_225_600_000_000  # 2026-01-01T00:00:00Z
 SPAN_US = 3_600_000_000

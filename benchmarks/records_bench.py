@@ -15,7 +15,7 @@ import cramjam
 from crc32c import crc32c
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from dissect.records import split_batches
+from kafkatap.dissect.records import split_batches
 
 HEADER = struct.Struct(">qiibIhiqqqhii")
 COMPRESS = {"gzip": (1, cramjam.gzip.compress), "snappy": (2, cramjam.snappy.compress_raw),

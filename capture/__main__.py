@@ -1,7 +1,7 @@
-"""`python -m capture` = `kafkatap capture`."""
+"""`python -m kafkatap.capture` = `kafkatap capture`."""
 
 import sys
 
-from capture.cli import main
+from kafkatap.capture.cli import main
 
 sys.exit(main())

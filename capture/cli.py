@@ -10,11 +10,11 @@ import argparse
 import os
 import sys
 
-from capture.bpf import PortError, build_filter, parse_ports
-from capture.engines import ENGINES, PREFIX, EngineMissing, Spec, choose, classify
-from capture.ring import HOLD_DIR
-from capture.session import EngineStartError, Outcome, Session
-from capture.status import human_bytes
+from kafkatap.capture.bpf import PortError, build_filter, parse_ports
+from kafkatap.capture.engines import ENGINES, PREFIX, EngineMissing, Spec, choose, classify
+from kafkatap.capture.ring import HOLD_DIR
+from kafkatap.capture.session import EngineStartError, Outcome, Session
+from kafkatap.capture.status import human_bytes
 
 SYS_NET = "/sys/class/net"
 LISTED_FILES = 12  # the summary names the first and last files of longer runs
@@ -103,7 +103,7 @@ def _ports(args: argparse.Namespace) -> list[int]:
     except PortError as exc:
         raise CaptureError(f"--port: {exc}", 2) from None
     for bootstrap in args.bootstrap:
-        from capture.discovery import DiscoveryError, discover, parse_hostport
+        from kafkatap.capture.discovery import DiscoveryError, discover, parse_hostport
 
         try:
             parse_hostport(bootstrap)
@@ -174,7 +174,7 @@ def _remove_empty(path: str) -> None:
 
 def _dissector(args: argparse.Namespace, ports: list[int]):
     try:
-        from dissect.run import dissect_captures
+        from kafkatap.dissect.run import dissect_captures
     except ImportError as exc:
         raise CaptureError(f"--dissect needs the dissector (dissect.run), which cannot be imported: {exc}") from None
     out = args.dissect

@@ -9,8 +9,8 @@ from __future__ import annotations
 import socket
 import struct
 
-from dissect.errors import DecodeError
-from dissect.protocol import decode_response, decode_response_header, encode_request, encode_request_header
+from kafkatap.dissect.errors import DecodeError
+from kafkatap.dissect.protocol import decode_response, decode_response_header, encode_request, encode_request_header
 
 METADATA, METADATA_VERSION = 3, 1
 CORRELATION_ID = 1

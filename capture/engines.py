@@ -96,7 +96,7 @@ def tcpdump_argv(binary: str, spec: Spec) -> list[str]:
 
 
 def scapy_argv(spec: Spec) -> list[str]:
-    cmd = [sys.executable, "-m", "capture.scapy_engine", "-i", spec.iface, "-f", spec.bpf, "-w",
+    cmd = [sys.executable, "-m", "kafkatap.capture.scapy_engine", "-i", spec.iface, "-f", spec.bpf, "-w",
            os.path.join(spec.out_dir, PREFIX + ".pcap"), "--ring-mb", f"{spec.ring_mb:g}",
            "--ring-files", str(spec.ring_files)]
     if spec.snaplen:

@@ -1,6 +1,6 @@
 """Fallback engine when neither dumpcap nor tcpdump is installed: scapy's packet socket, written with PcapWriter.
 
-Run as a child process (`python -m capture.scapy_engine`) that speaks like dumpcap on its pipes ("File: NAME" and
+Run as a child process (`python -m kafkatap.capture.scapy_engine`) that speaks like dumpcap on its pipes ("File: NAME" and
 "Packets: N" on stderr, each closed file's name on stdout, "Packets captured: N" at exit), so the capture command
 drives every engine the same way. It rotates files itself: kafkatap_00001.pcap, ... (a ring of --ring-files).
 """
@@ -61,7 +61,7 @@ class Rotator:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="capture.scapy_engine")
+    p = argparse.ArgumentParser(prog="kafkatap.capture.scapy_engine")
     p.add_argument("-i", dest="iface", required=True)
     p.add_argument("-f", dest="bpf", required=True)
     p.add_argument("-w", dest="base", required=True)

@@ -15,10 +15,10 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable
 
-from capture.engines import PREFIX, EngineLog, Spec, argv
-from capture.ring import HOLD_DIR, DirectoryWatch, Ring
-from capture.status import LiveStatus, Snapshot
-from capture.trim import trim
+from kafkatap.capture.engines import PREFIX, EngineLog, Spec, argv
+from kafkatap.capture.ring import HOLD_DIR, DirectoryWatch, Ring
+from kafkatap.capture.status import LiveStatus, Snapshot
+from kafkatap.capture.trim import trim
 
 TICK = 0.25
 GRACE = 15.0  # seconds the engine gets to flush and exit after SIGINT before it is terminated

@@ -1,5 +1,5 @@
 import sys
 
-from dashboards.cli import main
+from kafkatap.dashboards.cli import main
 
 sys.exit(main())

@@ -6,10 +6,10 @@ import os
 import tempfile
 import time
 
-from dashboards.fragments import esc
-from dashboards.load import Report
-from dashboards.page import render_page
-from dashboards.sections import SECTIONS
+from kafkatap.dashboards.fragments import esc
+from kafkatap.dashboards.load import Report
+from kafkatap.dashboards.page import render_page
+from kafkatap.dashboards.sections import SECTIONS
 
 
 def render_dashboard(report: Report) -> str:

@@ -12,7 +12,7 @@ import re
 import pandas as pd
 import plotly.graph_objects as go
 
-from dashboards.fragments import esc_plot
+from kafkatap.dashboards.fragments import esc_plot
 
 MAX_BUCKETS = 400
 MAX_SERIES = 8

@@ -7,7 +7,7 @@ import os
 import sys
 import time
 
-from dashboards.build import write_dashboard
+from kafkatap.dashboards.build import write_dashboard
 
 
 def main(argv: list[str] | None = None) -> int:

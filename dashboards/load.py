@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 
-from pipelines.schema import TABLES
+from kafkatap.pipelines.schema import TABLES
 
 
 def _filesystem(root: str) -> tuple[pafs.FileSystem, str]:

@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
-from dashboards.fragments import Section, esc
+from kafkatap.dashboards.fragments import Section, esc
 
 CSS = r"""
 :root { --ink:#1f2937; --muted:#6b7280; --line:#e5e7eb; --bg:#f3f4f6; --accent:#2563eb; --bad:#dc2626;

@@ -1,7 +1,7 @@
-"""`python -m dissect ...`: the same as `kafkatap dissect ...`."""
+"""`python -m kafkatap.dissect ...`: the same as `kafkatap dissect ...`."""
 
 import sys
 
-from dissect.cli import main
+from kafkatap.dissect.cli import main
 
 sys.exit(main(sys.argv[1:]))

@@ -10,9 +10,9 @@ from collections.abc import Callable, Iterator
 from hashlib import blake2b
 from typing import Any
 
-from dissect.errors import DecodeError
-from dissect.records import Batch, split_batches
-from dissect.records.compression import CODECS
+from kafkatap.dissect.errors import DecodeError
+from kafkatap.dissect.records import Batch, split_batches
+from kafkatap.dissect.records.compression import CODECS
 
 PartitionData = tuple[str | None, str | None, int, Any, dict]
 """(topic name, topic id, partition, records bytes, the partition's dict) for each partition carrying records."""

@@ -7,9 +7,9 @@ unconfigured port is found the same way, so a user need not know the brokers' po
 
 from __future__ import annotations
 
-from dissect.framing import YES
-from dissect.plausible import request_check
-from dissect.reassembly import Conn
+from kafkatap.dissect.framing import YES
+from kafkatap.dissect.plausible import request_check
+from kafkatap.dissect.reassembly import Conn
 
 PROBE_LIMIT = 64 * 1024
 """Bytes held per connection while deciding whether an unknown port speaks Kafka."""

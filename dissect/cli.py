@@ -8,8 +8,8 @@ import sys
 
 from rich.console import Console
 
-from dissect.run import dissect_captures
-from dissect.summary import render
+from kafkatap.dissect.run import dissect_captures
+from kafkatap.dissect.summary import render
 
 
 def parser() -> argparse.ArgumentParser:

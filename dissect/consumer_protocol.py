@@ -20,10 +20,10 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from dissect.errors import DecodeError
-from dissect.extract import Found, walk
-from dissect.protocol import embedded
-from dissect.protocol.embedded import ASSIGNMENT, SUBSCRIPTION
+from kafkatap.dissect.errors import DecodeError
+from kafkatap.dissect.extract import Found, walk
+from kafkatap.dissect.protocol import embedded
+from kafkatap.dissect.protocol.embedded import ASSIGNMENT, SUBSCRIPTION
 
 JOIN_GROUP, SYNC_GROUP = 11, 14
 APIS = frozenset({JOIN_GROUP, SYNC_GROUP})

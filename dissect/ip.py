@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from dissect.gather import be16, be32, be64, u8
+from kafkatap.dissect.gather import be16, be32, be64, u8
 
 TCP = 6
 V6_EXT_SKIP = frozenset({0, 43, 60})  # hop-by-hop, routing, destination options: (len + 1) * 8 bytes

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dissect.gather import be16, le32
+from kafkatap.dissect.gather import be16, le32
 
 ETHERNET, NULL, LOOP, RAW, RAW_OPENBSD, RAW_BSDOS, SLL, IPV4, IPV6, SLL2 = 1, 0, 108, 101, 12, 14, 113, 228, 229, 276
 SUPPORTED = frozenset({ETHERNET, NULL, LOOP, RAW, RAW_OPENBSD, RAW_BSDOS, SLL, IPV4, IPV6, SLL2})

@@ -13,7 +13,7 @@ from typing import BinaryIO, Iterator, NamedTuple
 
 import numpy as np
 
-from dissect import gather
+from kafkatap.dissect import gather
 
 CHUNK_SIZE = 32 << 20
 LINKTYPE_MASK = 0x0FFFFFFF  # the upper bits of the link type field carry FCS information

@@ -13,7 +13,7 @@ from typing import BinaryIO, Iterator, NamedTuple
 
 import numpy as np
 
-from dissect.pcap import CHUNK_SIZE, MAX_FRAME, Anomaly, CaptureFormatError, Chunk
+from kafkatap.dissect.pcap import CHUNK_SIZE, MAX_FRAME, Anomaly, CaptureFormatError, Chunk
 
 SHB = 0x0A0D0D0A
 IDB, OPB, SPB, EPB = 1, 2, 3, 6

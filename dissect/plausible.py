@@ -14,9 +14,9 @@ import re
 import struct
 from collections.abc import Callable
 
-from dissect.errors import DecodeError
-from dissect.framing import MAX_FRAME, MORE, NO, YES
-from dissect.protocol import (decode_request, decode_request_header, decode_response, decode_response_header,
+from kafkatap.dissect.errors import DecodeError
+from kafkatap.dissect.framing import MAX_FRAME, MORE, NO, YES
+from kafkatap.dissect.protocol import (decode_request, decode_request_header, decode_response, decode_response_header,
                               is_known, request_header_version)
 
 _REQUEST_HEAD = struct.Struct(">ihhih").unpack_from  # size, api_key, api_version, correlation_id, client_id length

@@ -11,8 +11,8 @@ from __future__ import annotations
 from bisect import bisect_right, insort
 from typing import Any, Callable, NamedTuple, Protocol
 
-from dissect.ip import address
-from dissect.tcp import ACK, FIN, RST, SYN
+from kafkatap.dissect.ip import address
+from kafkatap.dissect.tcp import ACK, FIN, RST, SYN
 
 MOD = 1 << 32
 HALF = 1 << 31

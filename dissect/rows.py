@@ -8,14 +8,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from dissect import batches as bt
-from dissect import share
-from dissect.extract import RESPONSE_FIELDS, dumps, error_code, top_level
-from dissect.protocol import api_name, error_name
-from dissect.reassembly import Where
-from dissect.state import DIRECTIONS, ConnState, Request, Response
-from dissect.topics import TopicNames
-from dissect.writer import Output
+from kafkatap.dissect import batches as bt
+from kafkatap.dissect import share
+from kafkatap.dissect.extract import RESPONSE_FIELDS, dumps, error_code, top_level
+from kafkatap.dissect.protocol import api_name, error_name
+from kafkatap.dissect.reassembly import Where
+from kafkatap.dissect.state import DIRECTIONS, ConnState, Request, Response
+from kafkatap.dissect.topics import TopicNames
+from kafkatap.dissect.writer import Output
 
 Problem = Callable[[str, str, int], None]
 

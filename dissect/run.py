@@ -28,12 +28,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from dissect import summary as summary_mod
-from dissect.schema import TABLES
-from dissect.sink import Sink
-from dissect.streams import run_streams
-from dissect.topics import TOPIC_COLUMNS, TopicNames
-from dissect.writer import Output, clear, part_name
+from kafkatap.dissect import summary as summary_mod
+from kafkatap.dissect.schema import TABLES
+from kafkatap.dissect.sink import Sink
+from kafkatap.dissect.streams import run_streams
+from kafkatap.dissect.topics import TOPIC_COLUMNS, TopicNames
+from kafkatap.dissect.writer import Output, clear, part_name
 
 PUBLISH_EVERY = 5.0
 """Seconds between two publications of a streamed run's Parquet: fresh enough to follow a capture, and few

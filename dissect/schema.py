@@ -1,7 +1,7 @@
 """The Parquet schemas of the dissector's output: the contract every later stage reads.
 
 Each column is declared once here with its documentation; the README's schema tables are rendered from this module
-(`python -m dissect.schema --markdown`) and a test keeps the two in step.
+(`python -m kafkatap.dissect.schema --markdown`) and a test keeps the two in step.
 """
 
 from __future__ import annotations

@@ -11,21 +11,21 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable
 
-from dissect import batches as bt
-from dissect import consumer_protocol as cp
-from dissect import share
-from dissect.classify import PROBE_LIMIT, classify
-from dissect.errors import DecodeError
-from dissect.extract import REQUEST_FIELDS, Found, walk
-from dissect.framing import YES, Framer
-from dissect.plausible import decode_answer, request_check
-from dissect.protocol import api_name, decode_request, decode_request_header, is_known, response_header_version
-from dissect.protocol.codec import decoder
-from dissect.reassembly import Conn, Where
-from dissect.rows import Problem, Rows
-from dissect.state import DIRECTIONS, REQUEST, RESPONSE, ConnState, Request, Response, endpoint
-from dissect.topics import TopicNames
-from dissect.writer import Output
+from kafkatap.dissect import batches as bt
+from kafkatap.dissect import consumer_protocol as cp
+from kafkatap.dissect import share
+from kafkatap.dissect.classify import PROBE_LIMIT, classify
+from kafkatap.dissect.errors import DecodeError
+from kafkatap.dissect.extract import REQUEST_FIELDS, Found, walk
+from kafkatap.dissect.framing import YES, Framer
+from kafkatap.dissect.plausible import decode_answer, request_check
+from kafkatap.dissect.protocol import api_name, decode_request, decode_request_header, is_known, response_header_version
+from kafkatap.dissect.protocol.codec import decoder
+from kafkatap.dissect.reassembly import Conn, Where
+from kafkatap.dissect.rows import Problem, Rows
+from kafkatap.dissect.state import DIRECTIONS, REQUEST, RESPONSE, ConnState, Request, Response, endpoint
+from kafkatap.dissect.topics import TopicNames
+from kafkatap.dissect.writer import Output
 
 _HEAD = struct.Struct(">hhi").unpack_from
 _I32 = struct.Struct(">i").unpack_from

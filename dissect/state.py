@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from dissect.framing import Framer
-from dissect.pairing import InFlight
-from dissect.plausible import RequestSync, ResponseSync
-from dissect.reassembly import Where
+from kafkatap.dissect.framing import Framer
+from kafkatap.dissect.pairing import InFlight
+from kafkatap.dissect.plausible import RequestSync, ResponseSync
+from kafkatap.dissect.reassembly import Where
 
 REQUEST, RESPONSE = 0, 1
 DIRECTIONS = ("request", "response")

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dissect import ip, link, tcp
-from dissect.pcap import CHUNK_SIZE, CaptureFormatError, Chunk, PcapReader, is_pcap
-from dissect.pcapng import PcapngReader, is_pcapng
-from dissect.reassembly import Conn, Reassembler, StreamSink, Where
+from kafkatap.dissect import ip, link, tcp
+from kafkatap.dissect.pcap import CHUNK_SIZE, CaptureFormatError, Chunk, PcapReader, is_pcap
+from kafkatap.dissect.pcapng import PcapngReader, is_pcapng
+from kafkatap.dissect.reassembly import Conn, Reassembler, StreamSink, Where
 
 __all__ = ["run_streams", "open_capture", "CaptureFormatError", "Conn", "StreamSink", "Where", "PacketStats"]
 

@@ -8,7 +8,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from dissect.gather import be16, be32, u8
+from kafkatap.dissect.gather import be16, be32, u8
 
 FIN, SYN, RST, PSH, ACK = 0x01, 0x02, 0x04, 0x08, 0x10
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from samples import available, capture_path
+from kafkatap.samples import available, capture_path
 
 DEFAULT_SAMPLE = "day_in_the_life"
 
@@ -20,10 +20,10 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
     args = parser.parse_args(argv)
 
-    from dashboards.build import write_dashboard
-    from dissect.run import dissect_captures
-    from pipelines.report import JOBS, run
-    from pipelines.session import get_spark
+    from kafkatap.dashboards.build import write_dashboard
+    from kafkatap.dissect.run import dissect_captures
+    from kafkatap.pipelines.report import JOBS, run
+    from kafkatap.pipelines.session import get_spark
 
     out = Path(args.out).resolve()
     dissected, report, page = out / "dissected", out / "report", out / "dashboard.html"

@@ -8,10 +8,7 @@ import json
 import os
 import sys
 
-if sys.path and os.path.abspath(sys.path[0] or ".") == os.path.dirname(os.path.abspath(__file__)):
-    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-from pipelines.report import JOBS, run  # noqa: E402
+from kafkatap.pipelines.report import JOBS, run
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -27,7 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [j for j in jobs if j not in JOBS]
     if unknown:
         parser.error(f"unknown jobs {unknown}")
-    from pipelines.session import get_spark
+    from kafkatap.pipelines.session import get_spark
 
     # Under spark-submit the JVM started this process (PYSPARK_GATEWAY_PORT): its --master wins.
     master = args.master or (None if os.environ.get("PYSPARK_GATEWAY_PORT") else "local[*]")

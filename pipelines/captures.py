@@ -81,7 +81,7 @@ def _fetch(uri: str, into: str) -> str:
 
 def dissect_set(index: int, files: list[str], out: str, ports: list[int], records: bool, payloads: bool) -> dict:
     """One executor task: dissect a capture set locally, upload its parts to OUT/<table>/part-<index>-*.parquet."""
-    from dissect.run import dissect_captures
+    from kafkatap.dissect.run import dissect_captures
 
     work = tempfile.mkdtemp(prefix="kafkatap-dissect-")
     try:

@@ -3,16 +3,11 @@
 Dissects many captures in parallel, one capture set per Spark task, into the same OUT layout as `kafkatap dissect`.
 """
 
-import os
 import sys
 
-# As a script, sys.path[0] is pipelines/ itself, where this file would shadow the `dissect` package: use the root.
-if sys.path and os.path.abspath(sys.path[0] or ".") == os.path.dirname(os.path.abspath(__file__)):
-    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+import argparse
 
-import argparse  # noqa: E402
-
-from pipelines.captures import capture_sets, clear_out, dissect_set, list_captures, merge_summaries, write_summary  # noqa: E402,E501
+from kafkatap.pipelines.captures import capture_sets, clear_out, dissect_set, list_captures, merge_summaries, write_summary  # noqa: E501
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -34,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     sets = capture_sets(files, args.one_per_file)
     ports, out, records, payloads = args.port or [9092], args.out, args.records, args.payloads
 
-    from pipelines.session import get_spark
+    from kafkatap.pipelines.session import get_spark
 
     spark = get_spark("kafkatap-dissect", args.master)
     clear_out(out, records)

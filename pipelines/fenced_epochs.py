@@ -1,13 +1,8 @@
 """spark-submit pipelines/fenced_epochs.py --frames OUT --out REPORT [--window 1s]"""
 
-import os
 import sys
 
-# As a script, sys.path[0] is pipelines/ itself, where this file would shadow the packages: use the project root.
-if sys.path and os.path.abspath(sys.path[0] or ".") == os.path.dirname(os.path.abspath(__file__)):
-    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-from pipelines.report import job_main  # noqa: E402
+from kafkatap.pipelines.report import job_main
 
 
 def main(argv: list[str] | None = None) -> int:

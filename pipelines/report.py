@@ -14,19 +14,19 @@ from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
 
-from dissect.schema import ANOMALIES, BATCHES, FRAMES, RECORDS, SHARE
-from pipelines import schema
-from pipelines.jobs.connections import connections
-from pipelines.jobs.duplicates import duplicate_deliveries
-from pipelines.jobs.epochs import epoch_events
-from pipelines.jobs.fenced import fenced_epochs
-from pipelines.jobs.links import fetch_links
-from pipelines.jobs.members import member_spans, members
-from pipelines.jobs.producers import producers, transactions
-from pipelines.jobs.share_members import share_members
-from pipelines.jobs.summary import summary
-from pipelines.jobs import throughput
-from pipelines.storage import exists, join_uri, read_table, window_interval, write_json, write_table
+from kafkatap.dissect.schema import ANOMALIES, BATCHES, FRAMES, RECORDS, SHARE
+from kafkatap.pipelines import schema
+from kafkatap.pipelines.jobs.connections import connections
+from kafkatap.pipelines.jobs.duplicates import duplicate_deliveries
+from kafkatap.pipelines.jobs.epochs import epoch_events
+from kafkatap.pipelines.jobs.fenced import fenced_epochs
+from kafkatap.pipelines.jobs.links import fetch_links
+from kafkatap.pipelines.jobs.members import member_spans, members
+from kafkatap.pipelines.jobs.producers import producers, transactions
+from kafkatap.pipelines.jobs.share_members import share_members
+from kafkatap.pipelines.jobs.summary import summary
+from kafkatap.pipelines.jobs import throughput
+from kafkatap.pipelines.storage import exists, join_uri, read_table, window_interval, write_json, write_table
 
 
 @dataclass
@@ -137,7 +137,7 @@ def job_args(prog: str, argv: list[str] | None) -> argparse.Namespace:
 
 def job_main(job: str, argv: list[str] | None = None) -> int:
     """The thin main() of one spark-submit job file."""
-    from pipelines.session import get_spark
+    from kafkatap.pipelines.session import get_spark
 
     args = job_args(f"{job}.py", argv)
     spark = get_spark(f"kafkatap-{job}", args.master)

@@ -2,7 +2,7 @@
 
 Each output table is declared once here with per-column docs, in the style of `dissect.schema`; jobs cast their result
 to these schemas before writing, and the README's tables are rendered from this module
-(`python -m pipelines.schema --markdown`). A table `a/b` is written to `REPORT/a/b/`.
+(`python -m kafkatap.pipelines.schema --markdown`). A table `a/b` is written to `REPORT/a/b/`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import sys
 
 import pyarrow as pa
 
-from dissect.schema import TS, column, markdown, table
+from kafkatap.dissect.schema import TS, column, markdown, table
 
 EPOCHS = pa.list_(pa.int32())
 NAMES = pa.list_(pa.string())

@@ -14,9 +14,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import TimestampType
 
-from dissect.schema import BATCHES, FRAMES, RECORDS, SHARE
-from pipelines.jobs.common import ISO
-from pipelines.storage import spark_schema
+from kafkatap.dissect.schema import BATCHES, FRAMES, RECORDS, SHARE
+from kafkatap.pipelines.jobs.common import ISO
+from kafkatap.pipelines.storage import spark_schema
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
 

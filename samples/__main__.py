@@ -1,7 +1,7 @@
-"""`python -m samples ...` is `kafkatap samples ...`."""
+"""`python -m kafkatap.samples ...` is `kafkatap samples ...`."""
 
 import sys
 
-from samples.cli import main
+from kafkatap.samples.cli import main
 
 sys.exit(main())

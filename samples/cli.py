@@ -9,7 +9,7 @@ from pathlib import Path
 
 
 def main(argv: list[str] | None = None) -> int:
-    from samples.workloads import NAMES
+    from kafkatap.samples.workloads import NAMES
 
     parser = argparse.ArgumentParser(prog="kafkatap samples", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -20,7 +20,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
 
     if args.command == "list":
-        from samples import SAMPLE_DIR
+        from kafkatap.samples import SAMPLE_DIR
         for name in NAMES:
             pcap = SAMPLE_DIR / f"{name}.pcapng"
             size = f"{pcap.stat().st_size:>9,} bytes" if pcap.exists() else "  (not made)"
@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [n for n in args.names if n not in NAMES]
     if unknown:
         parser.error(f"unknown sample(s) {unknown}; known: {', '.join(NAMES)}")
-    from samples.make import make
+    from kafkatap.samples.make import make
 
     failed = []
     for name in args.names or NAMES:

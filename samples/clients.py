@@ -18,7 +18,7 @@ from collections import Counter, defaultdict
 from contextlib import contextmanager
 from typing import Iterable, Iterator
 
-from samples.truth import API_KEYS, api_name
+from kafkatap.samples.truth import API_KEYS, api_name
 
 _SENT = re.compile(r"Sent (\w+?)Request \(v(\d+), \d+ bytes @ \d+, CorrId (\d+)\)")
 _LIBRDKAFKA_ALIASES = {"ApiVersion": "ApiVersions", "Offset": "ListOffsets"}

@@ -14,10 +14,10 @@ from pathlib import Path
 import confluent_kafka
 import kafka
 
-from samples.brokers import MockCluster, Tansu, kill_stray_tansu, tansu_version
-from samples.capture import Capture, port_filter
-from samples.clients import RequestLog
-from samples.truth import Truth, api_name, validate
+from kafkatap.samples.brokers import MockCluster, Tansu, kill_stray_tansu, tansu_version
+from kafkatap.samples.capture import Capture, port_filter
+from kafkatap.samples.clients import RequestLog
+from kafkatap.samples.truth import Truth, api_name, validate
 
 SAMPLE_DIR = Path(__file__).parent
 MAX_CAPTURE_BYTES = 2_000_000
@@ -47,7 +47,7 @@ class Env:
 
 def make(name: str, out_dir: Path = SAMPLE_DIR) -> dict:
     """Run workload `name` under capture (or synthesize it); write `<name>.pcapng` and `<name>.truth.json`."""
-    module = importlib.import_module(f"samples.workloads.{name}")
+    module = importlib.import_module(f"kafkatap.samples.workloads.{name}")
     spec: Spec = module.SPEC
     out_dir.mkdir(parents=True, exist_ok=True)
     pcap, truth_path = out_dir / f"{name}.pcapng", out_dir / f"{name}.truth.json"

@@ -18,9 +18,9 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 from scapy.utils import PcapNgWriter
 
-from dissect.protocol import (decode_request, decode_response, encode_request, encode_request_header,
+from kafkatap.dissect.protocol import (decode_request, decode_response, encode_request, encode_request_header,
                               encode_response, encode_response_header, error_name)
-from samples.truth import api_name
+from kafkatap.samples.truth import api_name
 
 MSS = 1448
 CONTROL_ABORT, CONTROL_COMMIT = 0, 1

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from capture.bpf import PortError, build_filter, parse_ports
+from kafkatap.capture.bpf import PortError, build_filter, parse_ports
 
 
 def test_parse_forms() -> None:

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from capture.engines import EngineLog, EngineMissing, Spec, choose, classify, dumpcap_argv, tcpdump_argv
+from kafkatap.capture.engines import EngineLog, EngineMissing, Spec, choose, classify, dumpcap_argv, tcpdump_argv
 
 DUMPCAP_RUN = (
     "Capturing on 'Loopback: lo'\nFile: /tmp/c/kafkatap_00001_20261122030418.pcapng\n"

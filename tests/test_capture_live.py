@@ -151,7 +151,7 @@ def kafka_workload(bootstrap: str) -> tuple[dict, int]:
     from kafka import KafkaConsumer, KafkaProducer, TopicPartition
     from kafka.admin import KafkaAdminClient, NewTopic
 
-    from samples.clients import RequestLog
+    from kafkatap.samples.clients import RequestLog
 
     log = RequestLog()
     with log.kafka_python():
@@ -183,8 +183,8 @@ def table(out: Path, name: str):
 
 @pytest.mark.skipif(shutil.which("dumpcap") is None, reason="dumpcap not installed")
 def test_kafka_capture_dissects_exactly_what_clients_sent(tmp_path: Path) -> None:
-    from dissect.run import dissect_captures
-    from samples.brokers import Tansu
+    from kafkatap.dissect.run import dissect_captures
+    from kafkatap.samples.brokers import Tansu
 
     ring, out, port = tmp_path / "ring", tmp_path / "out", 29411
     with Tansu(port) as broker:
@@ -229,8 +229,8 @@ def test_parquet_grows_during_the_capture(tmp_path: Path) -> None:
     the end equals `dissect_captures` over the ring's files, table for table and row for row."""
     from kafka import KafkaProducer
 
-    from dissect.run import dissect_captures
-    from samples.brokers import Tansu
+    from kafkatap.dissect.run import dissect_captures
+    from kafkatap.samples.brokers import Tansu
 
     ring, out, port = tmp_path / "ring", tmp_path / "out", 29501
     rows_while_capturing = 0
@@ -276,8 +276,8 @@ def _summary(out: Path) -> dict:
 
 
 def test_bootstrap_adds_every_advertised_port(tmp_path: Path) -> None:
-    from capture.discovery import discover
-    from samples.brokers import Tansu
+    from kafkatap.capture.discovery import discover
+    from kafkatap.samples.brokers import Tansu
 
     port = 29412
     with Tansu(port) as broker:

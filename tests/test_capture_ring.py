@@ -6,7 +6,7 @@ import os
 import threading
 from pathlib import Path
 
-from capture.ring import DirectoryWatch, Ring
+from kafkatap.capture.ring import DirectoryWatch, Ring
 
 
 def consume(ring: Ring) -> tuple[threading.Thread, list[str]]:

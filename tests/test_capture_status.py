@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from capture.status import Snapshot, rows
+from kafkatap.capture.status import Snapshot, rows
 
 
 def test_panel_shows_kafka_messages_only_while_dissecting() -> None:

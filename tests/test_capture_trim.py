@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from capture.trim import complete_length, trim
+from kafkatap.capture.trim import complete_length, trim
 
 SAMPLE = Path(__file__).parent.parent / "samples" / "produce_consume.pcapng"
 pytestmark = pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark not installed")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from dissect.protocol import (
+from kafkatap.dissect.protocol import (
     api_name,
     api_versions,
     decode_request_header,
@@ -74,7 +74,7 @@ def test_to_json_is_faithful() -> None:
 
 
 def test_encoding_fills_schema_defaults() -> None:
-    from dissect.protocol import decode_request, decode_response, encode_request, encode_response
+    from kafkatap.dissect.protocol import decode_request, decode_response, encode_request, encode_response
 
     reply = encode_response(0, 2, {"responses": [{"name": "t", "partition_responses": [{"index": 0}]}]})
     partition = decode_response(0, 2, reply)[0]["responses"][0]["partition_responses"][0]

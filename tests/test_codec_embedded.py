@@ -11,9 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dissect.errors import DecodeError
-from dissect.protocol import embedded, interpret
-from dissect.protocol.embedded import ASSIGNMENT, NEWEST, SUBSCRIPTION
+from kafkatap.dissect.errors import DecodeError
+from kafkatap.dissect.protocol import embedded, interpret
+from kafkatap.dissect.protocol.embedded import ASSIGNMENT, NEWEST, SUBSCRIPTION
 from tests.test_codec_roundtrip import struct as struct_strategy
 
 # Bytes as the samples' clients sent them (base64 as in the frames table's JSON).

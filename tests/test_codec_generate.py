@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from dissect.protocol import generate
+from kafkatap.dissect.protocol import generate
 
 GENERATED = Path(generate.__file__).parent / "generated"
 
@@ -19,7 +19,7 @@ def test_regenerated_tables_match_committed(tmp_path: Path) -> None:
     names = sorted(p.name for p in written)
     assert names == sorted(p.name for p in GENERATED.glob("*.py"))
     different = [name for name in names if not filecmp.cmp(tmp_path / name, GENERATED / name, shallow=False)]
-    assert not different, f"stale generated tables (run python -m dissect.protocol.generate): {different}"
+    assert not different, f"stale generated tables (run python -m kafkatap.dissect.protocol.generate): {different}"
 
 
 def test_generated_modules_are_stamped() -> None:

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from dissect.errors import DecodeError
-from dissect.protocol import (
+from kafkatap.dissect.errors import DecodeError
+from kafkatap.dissect.protocol import (
     decode_request,
     decode_request_header,
     decode_response,

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dissect.protocol import decode_request, decode_request_header, decode_response, is_known, wire
+from kafkatap.dissect.protocol import decode_request, decode_request_header, decode_response, is_known, wire
 
 old = pytest.importorskip("kafka.protocol.old")
 types = importlib.import_module("kafka.protocol.old.types")

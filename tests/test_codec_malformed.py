@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dissect.errors import DecodeError
-from dissect.protocol import (
+from kafkatap.dissect.errors import DecodeError
+from kafkatap.dissect.protocol import (
     decode_request,
     decode_request_header,
     decode_response,

@@ -12,10 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dissect.errors import DecodeError
-from dissect.protocol import api_name, api_versions, decode_request, decode_response, encode_request, encode_response
-from dissect.protocol import interpret, registry, wire
-from dissect.protocol.table import SCALARS, Field
+from kafkatap.dissect.errors import DecodeError
+from kafkatap.dissect.protocol import api_name, api_versions, decode_request, decode_response, encode_request, encode_response
+from kafkatap.dissect.protocol import interpret, registry, wire
+from kafkatap.dissect.protocol.table import SCALARS, Field
 
 INT_RANGES = {"int8": 7, "int16": 15, "int32": 31, "int64": 63}
 UNKNOWN_TAGS = st.dictionaries(st.integers(200, 300), st.binary(max_size=4), min_size=1, max_size=2)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from dashboards.build import write_dashboard
+from kafkatap.dashboards.build import write_dashboard
 from tests.test_dashboard_report import CLASSIC_MEMBER, FENCED_MEMBER, HOSTILE, write_report
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"

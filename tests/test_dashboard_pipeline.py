@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from dashboards.build import write_dashboard
-from samples import capture_path, load_truth
+from kafkatap.dashboards.build import write_dashboard
+from kafkatap.samples import capture_path, load_truth
 from tests.test_dashboard_browser import CHROMIUM, lanes, rendered
 
 SAMPLE = "day_in_the_life"
@@ -26,8 +26,8 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def sample_page(spark, tmp_path_factory: pytest.TempPathFactory) -> Path:  # noqa: ANN001 - SparkSession
-    from dissect.run import dissect_captures
-    from pipelines.report import JOBS, run
+    from kafkatap.dissect.run import dissect_captures
+    from kafkatap.pipelines.report import JOBS, run
 
     root = tmp_path_factory.mktemp(SAMPLE)
     dissect_captures([str(capture_path(SAMPLE))], str(root / "frames"), records=True)

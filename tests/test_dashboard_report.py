@@ -18,13 +18,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dashboards.build import render_dashboard, write_dashboard
-from dashboards.charts import MAX_BUCKETS, rebucket
-from dashboards.cli import main as cli_main
-from dashboards.fragments import Col, fmt_int, table
-from dashboards.load import Report
-from dashboards.sections.share import delivery_counts
-from pipelines.schema import TABLES
+from kafkatap.dashboards.build import render_dashboard, write_dashboard
+from kafkatap.dashboards.charts import MAX_BUCKETS, rebucket
+from kafkatap.dashboards.cli import main as cli_main
+from kafkatap.dashboards.fragments import Col, fmt_int, table
+from kafkatap.dashboards.load import Report
+from kafkatap.dashboards.sections.share import delivery_counts
+from kafkatap.pipelines.schema import TABLES
 
 T0 = datetime(2026, 11, 22, 10, 0, 0, tzinfo=timezone.utc)
 SPAN_S = 90

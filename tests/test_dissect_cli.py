@@ -1,4 +1,4 @@
-"""`kafkatap dissect` / `python -m dissect`: exit codes, outputs, and bad files among good ones."""
+"""`kafkatap dissect` / `python -m kafkatap.dissect`: exit codes, outputs, and bad files among good ones."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import duckdb
 import pyarrow.parquet as pq
 import pytest
 
-from dissect.cli import main
-from dissect.schema import TABLES
+from kafkatap.dissect.cli import main
+from kafkatap.dissect.schema import TABLES
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 CAPTURES = sorted(SAMPLES.glob("*.pcapng"))

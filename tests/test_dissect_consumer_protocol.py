@@ -11,9 +11,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from dissect.protocol import embedded, encode_request, encode_request_header, encode_response, encode_response_header
-from dissect.run import dissect_captures
-from samples import capture_path, load_truth
+from kafkatap.dissect.protocol import embedded, encode_request, encode_request_header, encode_response, encode_response_header
+from kafkatap.dissect.run import dissect_captures
+from kafkatap.samples import capture_path, load_truth
 from tests.pcaputil import TcpFlow, pcap_bytes, timed
 
 JOIN_GROUP, SYNC_GROUP = 11, 14

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import copy
 
-from dissect.extract import REQUEST_FIELDS, RESPONSE_FIELDS, dumps, error_code, top_level, walk
-from dissect.protocol import to_json
+from kafkatap.dissect.extract import REQUEST_FIELDS, RESPONSE_FIELDS, dumps, error_code, top_level, walk
+from kafkatap.dissect.protocol import to_json
 
 
 def test_dumps_after_walk_is_to_json() -> None:

@@ -16,8 +16,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from dissect.run import dissect_captures
-from dissect.streams import run_streams
+from kafkatap.dissect.run import dissect_captures
+from kafkatap.dissect.streams import run_streams
 from tests.pcaputil import RecordingSink, TcpFlow, pcap_bytes, timed
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from dissect.run import dissect_captures
+from kafkatap.dissect.run import dissect_captures
 from tests.pcaputil import pcap_bytes, timed
 from tests.test_dissect_faults import SAMPLE, SAMPLES, Replay
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from dissect.run import dissect_captures
+from kafkatap.dissect.run import dissect_captures
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"

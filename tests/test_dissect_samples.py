@@ -13,8 +13,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from dissect.run import dissect_captures
-from dissect.schema import TABLES
+from kafkatap.dissect.run import dissect_captures
+from kafkatap.dissect.schema import TABLES
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 NAMES = sorted(p.name[:-len(".truth.json")] for p in SAMPLES.glob("*.truth.json")

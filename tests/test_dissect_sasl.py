@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from dissect.protocol import encode_request, encode_request_header, encode_response, encode_response_header
-from dissect.run import dissect_captures
+from kafkatap.dissect.protocol import encode_request, encode_request_header, encode_response, encode_response_header
+from kafkatap.dissect.run import dissect_captures
 from tests.pcaputil import TcpFlow, pcap_bytes, timed
 
 SECRET = b"s3cr3t-pw"

@@ -8,9 +8,9 @@ import struct
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dissect.framing import MAX_FRAME, Framer
-from dissect.plausible import RequestSync, ResponseSync
-from dissect.protocol import encode_request, encode_request_header, encode_response, encode_response_header
+from kafkatap.dissect.framing import MAX_FRAME, Framer
+from kafkatap.dissect.plausible import RequestSync, ResponseSync
+from kafkatap.dissect.protocol import encode_request, encode_request_header, encode_response, encode_response_header
 
 
 def request(correlation_id: int, client_id: str = "t") -> bytes:

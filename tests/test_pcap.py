@@ -6,8 +6,8 @@ import struct
 
 import pytest
 
-from dissect.pcap import CaptureFormatError, PcapReader
-from dissect.streams import open_capture, run_streams
+from kafkatap.dissect.pcap import CaptureFormatError, PcapReader
+from kafkatap.dissect.streams import open_capture, run_streams
 from tests.pcaputil import RecordingSink, pcap_bytes
 
 # little-endian, microseconds, snaplen 65535, Ethernet

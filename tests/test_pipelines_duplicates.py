@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from dissect.schema import BATCHES, FRAMES, RECORDS, SHARE
-from pipelines.jobs.duplicates import duplicate_deliveries
-from pipelines.jobs.fenced import fenced_epochs
-from pipelines.jobs.members import member_spans, members
-from pipelines.schema import DUPLICATE_DELIVERIES
-from pipelines.storage import conform
-from pipelines.testing import assert_frames_equal, batch, frame, record, rows, share, t, table
+from kafkatap.dissect.schema import BATCHES, FRAMES, RECORDS, SHARE
+from kafkatap.pipelines.jobs.duplicates import duplicate_deliveries
+from kafkatap.pipelines.jobs.fenced import fenced_epochs
+from kafkatap.pipelines.jobs.members import member_spans, members
+from kafkatap.pipelines.schema import DUPLICATE_DELIVERIES
+from kafkatap.pipelines.storage import conform
+from kafkatap.pipelines.testing import assert_frames_equal, batch, frame, record, rows, share, t, table
 
 pytestmark = pytest.mark.spark
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from dissect.schema import BATCHES, FRAMES
-from pipelines.jobs.fenced import fenced_epochs
-from pipelines.schema import FENCED_EPOCHS
-from pipelines.storage import conform
-from pipelines.testing import assert_frames_equal, batch, frame, t, table
+from kafkatap.dissect.schema import BATCHES, FRAMES
+from kafkatap.pipelines.jobs.fenced import fenced_epochs
+from kafkatap.pipelines.schema import FENCED_EPOCHS
+from kafkatap.pipelines.storage import conform
+from kafkatap.pipelines.testing import assert_frames_equal, batch, frame, t, table
 
 pytestmark = pytest.mark.spark
 

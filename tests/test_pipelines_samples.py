@@ -16,12 +16,12 @@ import pytest
 import pyarrow.parquet as pq
 from pyspark.sql import functions as F
 
-from pipelines import analyze, schema
-from pipelines.jobs.duplicates import duplicate_deliveries
-from pipelines.jobs.fenced import fenced_epochs
-from pipelines.jobs.members import member_spans, members
-from pipelines.report import read_inputs
-from pipelines.testing import rows
+from kafkatap.pipelines import analyze, schema
+from kafkatap.pipelines.jobs.duplicates import duplicate_deliveries
+from kafkatap.pipelines.jobs.fenced import fenced_epochs
+from kafkatap.pipelines.jobs.members import member_spans, members
+from kafkatap.pipelines.report import read_inputs
+from kafkatap.pipelines.testing import rows
 
 pytestmark = pytest.mark.spark
 
@@ -34,7 +34,7 @@ def dissected(tmp_path_factory) -> dict[str, tuple[dict, Path]]:
     """Every sample dissected with records: {sample: (truth, OUT)}."""
     if not TRUTHS:
         pytest.skip("no sample captures with ground truth")
-    from dissect.run import dissect_captures
+    from kafkatap.dissect.run import dissect_captures
 
     work = tmp_path_factory.mktemp("samples")
     out = {}

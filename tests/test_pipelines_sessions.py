@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from dissect.run import dissect_captures
-from dissect.schema import BATCHES, FRAMES, SHARE
-from pipelines import schema
-from pipelines.jobs.connections import connections
-from pipelines.jobs.epochs import epoch_events
-from pipelines.jobs.links import fetch_links
-from pipelines.jobs.members import member_spans, members
-from pipelines.jobs.producers import producers, transactions
-from pipelines.jobs.share_members import share_members
-from pipelines.storage import conform, read_table
-from pipelines.testing import assert_frames_equal, batch, frame, rows, share, t, table
-from samples import capture_path, load_truth
+from kafkatap.dissect.run import dissect_captures
+from kafkatap.dissect.schema import BATCHES, FRAMES, SHARE
+from kafkatap.pipelines import schema
+from kafkatap.pipelines.jobs.connections import connections
+from kafkatap.pipelines.jobs.epochs import epoch_events
+from kafkatap.pipelines.jobs.links import fetch_links
+from kafkatap.pipelines.jobs.members import member_spans, members
+from kafkatap.pipelines.jobs.producers import producers, transactions
+from kafkatap.pipelines.jobs.share_members import share_members
+from kafkatap.pipelines.storage import conform, read_table
+from kafkatap.pipelines.testing import assert_frames_equal, batch, frame, rows, share, t, table
+from kafkatap.samples import capture_path, load_truth
 
 pytestmark = pytest.mark.spark
 

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from pipelines import schema
-from pipelines.captures import capture_sets, list_captures, merge_summaries
-from pipelines.storage import window_interval
+from kafkatap.pipelines import schema
+from kafkatap.pipelines.captures import capture_sets, list_captures, merge_summaries
+from kafkatap.pipelines.storage import window_interval
 
 
 def test_window_interval():

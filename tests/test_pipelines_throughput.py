@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from dissect.schema import BATCHES, FRAMES
-from pipelines import schema
-from pipelines.jobs import throughput
-from pipelines.storage import conform
-from pipelines.testing import assert_frames_equal, batch, frame, rows, t, table
+from kafkatap.dissect.schema import BATCHES, FRAMES
+from kafkatap.pipelines import schema
+from kafkatap.pipelines.jobs import throughput
+from kafkatap.pipelines.storage import conform
+from kafkatap.pipelines.testing import assert_frames_equal, batch, frame, rows, t, table
 
 pytestmark = pytest.mark.spark
 

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dissect.errors import DecodeError
-from dissect.records import compression
+from kafkatap.dissect.errors import DecodeError
+from kafkatap.dissect.records import compression
 
 PAYLOADS = [b"", b"a", os.urandom(3000), b"kafka record data " * 20000]
 

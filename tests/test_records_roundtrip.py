@@ -11,7 +11,7 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
 
-from dissect.records import split_batches
+from kafkatap.dissect.records import split_batches
 
 AVAILABLE = {"none": True, "gzip": True, "snappy": kafka_codec.has_snappy(), "lz4": kafka_codec.has_lz4(),
              "zstd": kafka_codec.has_zstd()}

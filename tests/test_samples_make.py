@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from samples.truth import duplicate_ranges, offset_ranges, validate
+from kafkatap.samples.truth import duplicate_ranges, offset_ranges, validate
 
 
 def test_offset_ranges_keep_redeliveries_visible() -> None:
@@ -25,7 +25,7 @@ def test_validate_reports_missing_keys() -> None:
 
 
 def test_cli_rejects_unknown_sample(capsys: pytest.CaptureFixture) -> None:
-    from samples.cli import main
+    from kafkatap.samples.cli import main
 
     with pytest.raises(SystemExit):
         main(["make", "no_such_sample"])
@@ -36,9 +36,9 @@ def test_cli_rejects_unknown_sample(capsys: pytest.CaptureFixture) -> None:
 @pytest.mark.skipif(shutil.which("dumpcap") is None, reason="dumpcap not installed")
 def test_make_transactions_sample_from_scratch(tmp_path) -> None:
     """The quickest real sample (~2 s): Tansu up, capture on, workload, truth; nothing left running."""
-    from samples.brokers import port_is_free
-    from samples.make import make
-    from samples.workloads.transactions import SPEC
+    from kafkatap.samples.brokers import port_is_free
+    from kafkatap.samples.make import make
+    from kafkatap.samples.workloads.transactions import SPEC
 
     if not port_is_free(SPEC.tansu_port):
         pytest.skip(f"port {SPEC.tansu_port} busy (a sample is being made)")
@@ -55,8 +55,8 @@ def test_make_transactions_sample_from_scratch(tmp_path) -> None:
 
 def test_synthetic_sample_is_reproducible(tmp_path) -> None:
     """The synthesizer runs on a fixed clock: regenerating gives the committed capture byte for byte."""
-    from samples import capture_path
-    from samples.make import make
+    from kafkatap.samples import capture_path
+    from kafkatap.samples.make import make
 
     if not capture_path("synthetic_read_committed").exists():
         pytest.skip("synthetic sample not made")

@@ -14,8 +14,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from samples import available, capture_path, load_truth
-from samples.truth import API_KEYS, API_NAMES, validate
+from kafkatap.samples import available, capture_path, load_truth
+from kafkatap.samples.truth import API_KEYS, API_NAMES, validate
 
 SAMPLES = available()
 pytestmark = pytest.mark.skipif(not SAMPLES, reason="no sample captures on disk")
@@ -71,7 +71,7 @@ def test_tshark_sees_the_requests_the_truth_states(name: str) -> None:
 
 @pytest.fixture(scope="module")
 def dissected(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    run = pytest.importorskip("dissect.run")
+    run = pytest.importorskip("kafkatap.dissect.run")
     out: dict = {}
     for name in SAMPLES:
         target = tmp_path_factory.mktemp(name)

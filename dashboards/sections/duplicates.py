@@ -6,9 +6,9 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 
-from dashboards.charts import figure
-from dashboards.fragments import Col, Section, empty, esc_plot, fmt_acks, fmt_int, fmt_ts, is_true, note, table
-from dashboards.load import Report
+from kafkatap.dashboards.charts import figure
+from kafkatap.dashboards.fragments import Col, Section, empty, esc_plot, fmt_acks, fmt_int, fmt_ts, is_true, note, table
+from kafkatap.dashboards.load import Report
 
 
 def _flag(dups: pd.DataFrame, name: str) -> pd.Series:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from dashboards.fragments import (Col, Section, empty, esc_plot, fmt_conn, fmt_int, fmt_text, fmt_ts, fmt_ts_full,
+from kafkatap.dashboards.fragments import (Col, Section, empty, esc_plot, fmt_conn, fmt_int, fmt_text, fmt_ts, fmt_ts_full,
                                   is_true, note, table)
-from dashboards.load import Report
+from kafkatap.dashboards.load import Report
 
 
 def fencing_hover(f: pd.Series, who: object) -> str:

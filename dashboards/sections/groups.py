@@ -11,10 +11,10 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 
-from dashboards.charts import capture_range, figure
-from dashboards.fragments import Col, Section, empty, esc_plot, fmt_int, fmt_ts_full, note, table
-from dashboards.load import Report
-from dashboards.sections.fencings import fencing_hover
+from kafkatap.dashboards.charts import capture_range, figure
+from kafkatap.dashboards.fragments import Col, Section, empty, esc_plot, fmt_int, fmt_ts_full, note, table
+from kafkatap.dashboards.load import Report
+from kafkatap.dashboards.sections.fencings import fencing_hover
 
 GROUP_KINDS = ("consumer_group", "classic_group", "share_group")
 MAX_GROUPS = 12

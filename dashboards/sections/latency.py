@@ -11,9 +11,9 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from dashboards.charts import MAX_SERIES, figure, rebucket, window_of
-from dashboards.load import Report
-from dashboards.fragments import Col, Section, empty, esc_plot, fmt_int, fmt_pct, fmt_us, note, table
+from kafkatap.dashboards.charts import MAX_SERIES, figure, rebucket, window_of
+from kafkatap.dashboards.load import Report
+from kafkatap.dashboards.fragments import Col, Section, empty, esc_plot, fmt_int, fmt_pct, fmt_us, note, table
 
 PERCENTILES = ["latency_p50_us", "latency_p95_us", "latency_p99_us"]
 COLUMNS = ("window_start", "api_name", "broker_addr", "requests", "errors", "unpaired", *PERCENTILES,

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 
-from dashboards.charts import figure
-from dashboards.fragments import Section, card, cards, empty, esc, esc_plot, fmt_int, fmt_ts_full
-from dashboards.load import Report
-from dashboards.sections.duplicates import proven, records_again
+from kafkatap.dashboards.charts import figure
+from kafkatap.dashboards.fragments import Section, card, cards, empty, esc, esc_plot, fmt_int, fmt_ts_full
+from kafkatap.dashboards.load import Report
+from kafkatap.dashboards.sections.duplicates import proven, records_again
 
 
 def _count(value: object) -> int:

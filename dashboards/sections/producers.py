@@ -6,10 +6,10 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 
-from dashboards.charts import capture_range, figure
-from dashboards.fragments import Section, empty, esc_plot, fmt_ts_full, note
-from dashboards.load import Report
-from dashboards.sections.fencings import fencing_hover
+from kafkatap.dashboards.charts import capture_range, figure
+from kafkatap.dashboards.fragments import Section, empty, esc_plot, fmt_ts_full, note
+from kafkatap.dashboards.load import Report
+from kafkatap.dashboards.sections.fencings import fencing_hover
 
 MAX_LANES = 40
 OUTCOME_COLOUR = {"commit": "#10b981", "abort": "#f59e0b", "open": "#94a3b8", "fenced": "#ef4444"}

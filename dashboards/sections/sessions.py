@@ -3,9 +3,9 @@ as sortable tables."""
 
 from __future__ import annotations
 
-from dashboards.fragments import (Col, Section, empty, fmt_bytes, fmt_int, fmt_list, fmt_ts, fmt_us,
+from kafkatap.dashboards.fragments import (Col, Section, empty, fmt_bytes, fmt_int, fmt_list, fmt_ts, fmt_us,
                                   heading, table)
-from dashboards.load import Report
+from kafkatap.dashboards.load import Report
 
 TS = fmt_ts
 

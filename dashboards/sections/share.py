@@ -6,10 +6,10 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 
-from dashboards.charts import figure
-from dashboards.fragments import (Col, Section, card, cards, empty, esc_plot, fmt_acks, fmt_int, fmt_ts, heading,
+from kafkatap.dashboards.charts import figure
+from kafkatap.dashboards.fragments import (Col, Section, card, cards, empty, esc_plot, fmt_acks, fmt_int, fmt_ts, heading,
                                   note, table)
-from dashboards.load import Report
+from kafkatap.dashboards.load import Report
 
 ACKS = [("accepted", "accept", "#10b981"), ("released", "release", "#f59e0b"), ("rejected", "reject", "#ef4444"),
         ("renewed", "renew", "#6366f1")]

@@ -7,9 +7,9 @@ import math
 import pandas as pd
 import plotly.graph_objects as go
 
-from dashboards.charts import figure, rebucket, steps, top_series, window_of
-from dashboards.fragments import Section, empty, esc_plot, note
-from dashboards.load import Report
+from kafkatap.dashboards.charts import figure, rebucket, steps, top_series, window_of
+from kafkatap.dashboards.fragments import Section, empty, esc_plot, note
+from kafkatap.dashboards.load import Report
 
 DASH = {"produce": "solid", "fetch": "dot", "share_fetch": "dash"}
 

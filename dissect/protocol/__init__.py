@@ -1,11 +1,11 @@
 """Schema-driven codec for every Kafka request and response (api keys 0-94, every version of either schema set).
 
-Tables are generated from Kafka's JSON schemas (`python -m dissect.protocol.generate`); decoders are compiled once
+Tables are generated from Kafka's JSON schemas (`python -m kafkatap.dissect.protocol.generate`); decoders are compiled once
 per (api_key, version, direction) at first use. See docs in codec.py and interfaces.md. The classic consumer
 protocol carried inside JoinGroup / SyncGroup bytes is decoded by `dissect.protocol.embedded`.
 """
 
-from dissect.protocol.codec import (
+from kafkatap.dissect.protocol.codec import (
     decode_request,
     decode_request_header,
     decode_response,
@@ -15,8 +15,8 @@ from dissect.protocol.codec import (
     encode_response,
     encode_response_header,
 )
-from dissect.protocol.jsonout import to_json
-from dissect.protocol.registry import (
+from kafkatap.dissect.protocol.jsonout import to_json
+from kafkatap.dissect.protocol.registry import (
     api_name,
     api_versions,
     error_name,

@@ -5,11 +5,11 @@ from __future__ import annotations
 import struct
 from typing import Callable
 
-from dissect.errors import DecodeError
-from dissect.protocol import registry, wire
-from dissect.protocol.compiler import compile_struct
-from dissect.protocol.encoder import Encoder, compile_encoder
-from dissect.protocol.registry import request_header_version, response_header_version
+from kafkatap.dissect.errors import DecodeError
+from kafkatap.dissect.protocol import registry, wire
+from kafkatap.dissect.protocol.compiler import compile_struct
+from kafkatap.dissect.protocol.encoder import Encoder, compile_encoder
+from kafkatap.dissect.protocol.registry import request_header_version, response_header_version
 
 _HEADER = struct.Struct(">hhi")
 _DECODERS: dict[tuple[int, int, bool], Callable] = {}

@@ -11,9 +11,9 @@ from __future__ import annotations
 import struct
 from typing import Callable
 
-from dissect.errors import DecodeError
-from dissect.protocol import wire
-from dissect.protocol.table import SCALARS, Field
+from kafkatap.dissect.errors import DecodeError
+from kafkatap.dissect.protocol import wire
+from kafkatap.dissect.protocol.table import SCALARS, Field
 
 Decoder = Callable[[bytes, int], tuple[object, int]]
 

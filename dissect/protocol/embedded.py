@@ -12,12 +12,12 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Callable
 
-from dissect.errors import DecodeError
-from dissect.protocol import wire
-from dissect.protocol.compiler import compile_struct
-from dissect.protocol.encoder import compile_encoder
-from dissect.protocol.generated import consumer_protocol
-from dissect.protocol.table import Field, fields_for, message_versions
+from kafkatap.dissect.errors import DecodeError
+from kafkatap.dissect.protocol import wire
+from kafkatap.dissect.protocol.compiler import compile_struct
+from kafkatap.dissect.protocol.encoder import compile_encoder
+from kafkatap.dissect.protocol.generated import consumer_protocol
+from kafkatap.dissect.protocol.table import Field, fields_for, message_versions
 
 ASSIGNMENT, SUBSCRIPTION = "assignment", "subscription"
 _MESSAGES = {ASSIGNMENT: consumer_protocol.ASSIGNMENT, SUBSCRIPTION: consumer_protocol.SUBSCRIPTION}

@@ -9,10 +9,10 @@ from __future__ import annotations
 import struct
 from typing import Any, Callable
 
-from dissect.errors import DecodeError
-from dissect.protocol import wire
-from dissect.protocol.compiler import FORMAT
-from dissect.protocol.table import SCALARS, Field, implicit_default
+from kafkatap.dissect.errors import DecodeError
+from kafkatap.dissect.protocol import wire
+from kafkatap.dissect.protocol.compiler import FORMAT
+from kafkatap.dissect.protocol.table import SCALARS, Field, implicit_default
 
 Encoder = Callable[[bytearray, Any], None]
 

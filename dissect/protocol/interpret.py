@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import struct
 
-from dissect.errors import DecodeError
-from dissect.protocol import registry, wire
-from dissect.protocol.table import SCALARS, Field
+from kafkatap.dissect.errors import DecodeError
+from kafkatap.dissect.protocol import registry, wire
+from kafkatap.dissect.protocol.table import SCALARS, Field
 
 _FMT = {"bool": "?", "int8": "b", "int16": "h", "uint16": "H", "int32": "i", "uint32": "I", "int64": "q",
         "float64": "d", "uuid": "16s"}

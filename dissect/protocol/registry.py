@@ -8,9 +8,9 @@ from __future__ import annotations
 import importlib
 from functools import lru_cache
 
-from dissect.protocol.generated import APIS
-from dissect.protocol.generated.errors import ERRORS
-from dissect.protocol.table import Field, Message, fields_for, in_ranges, is_flexible, parse_versions
+from kafkatap.dissect.protocol.generated import APIS
+from kafkatap.dissect.protocol.generated.errors import ERRORS
+from kafkatap.dissect.protocol.table import Field, Message, fields_for, in_ranges, is_flexible, parse_versions
 
 CONTROLLED_SHUTDOWN = 7
 API_VERSIONS = 18
@@ -68,7 +68,7 @@ def error_name(code: int) -> str:
 
 @lru_cache(maxsize=None)
 def message(api_key: int, response: bool) -> Message:
-    module = importlib.import_module(f"dissect.protocol.generated.{APIS[api_key][1]}")
+    module = importlib.import_module(f"kafkatap.dissect.protocol.generated.{APIS[api_key][1]}")
     return module.RESPONSE if response else module.REQUEST
 
 
@@ -82,7 +82,7 @@ def body_fields(api_key: int, api_version: int, response: bool) -> tuple[tuple[F
 
 @lru_cache(maxsize=None)
 def header_fields(response: bool, version: int) -> tuple[tuple[Field, ...], bool]:
-    from dissect.protocol.generated import headers
+    from kafkatap.dissect.protocol.generated import headers
 
     msg = headers.RESPONSE_HEADER if response else headers.REQUEST_HEADER
     flexible = is_flexible(msg, version)

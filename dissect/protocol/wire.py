@@ -7,7 +7,7 @@ import struct
 from functools import lru_cache
 from typing import Callable
 
-from dissect.errors import DecodeError
+from kafkatap.dissect.errors import DecodeError
 
 I8 = struct.Struct(">b")
 I16 = struct.Struct(">h")

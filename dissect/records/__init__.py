@@ -24,9 +24,9 @@ wrappers are decompressed then so that record_count and base_offset are real num
 small). A wrapper that cannot be decoded has record_count None and records() raises the reason.
 """
 
-from dissect.records.batch import Batch
-from dissect.records.compression import DEFAULT_MAX_DECOMPRESSED
-from dissect.records.record import Record
-from dissect.records.split import split_batches
+from kafkatap.dissect.records.batch import Batch
+from kafkatap.dissect.records.compression import DEFAULT_MAX_DECOMPRESSED
+from kafkatap.dissect.records.record import Record
+from kafkatap.dissect.records.split import split_batches
 
 __all__ = ["Batch", "DEFAULT_MAX_DECOMPRESSED", "Record", "split_batches"]

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from dissect.errors import DecodeError
-from dissect.records.compression import CODECS, DEFAULT_MAX_DECOMPRESSED, decompress
-from dissect.records.record import Record
-from dissect.records.record_batch import HEADER_SIZE, decode_records
+from kafkatap.dissect.errors import DecodeError
+from kafkatap.dissect.records.compression import CODECS, DEFAULT_MAX_DECOMPRESSED, decompress
+from kafkatap.dissect.records.record import Record
+from kafkatap.dissect.records.record_batch import HEADER_SIZE, decode_records
 
 CONTROL_TYPES = {0: "abort", 1: "commit", 2: "leader_change", 3: "snapshot_header", 4: "snapshot_footer",
                  5: "kraft_version", 6: "kraft_voters"}

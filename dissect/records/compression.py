@@ -13,7 +13,7 @@ import struct
 
 import cramjam
 
-from dissect.errors import DecodeError
+from kafkatap.dissect.errors import DecodeError
 
 DEFAULT_MAX_DECOMPRESSED = 64 << 20
 """Default cap on the decompressed size of one batch (or one legacy wrapper message)."""

@@ -11,10 +11,10 @@ from __future__ import annotations
 import struct
 import zlib
 
-from dissect.errors import DecodeError
-from dissect.records import compression
-from dissect.records.batch import Batch
-from dissect.records.record import Record
+from kafkatap.dissect.errors import DecodeError
+from kafkatap.dissect.records import compression
+from kafkatap.dissect.records.batch import Batch
+from kafkatap.dissect.records.record import Record
 
 _PREFIX = struct.Struct(">qiIbb")  # offset, message_size, crc, magic, attributes
 _I32 = struct.Struct(">i")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import struct
 
-from dissect.errors import DecodeError
-from dissect.protocol.wire import read_uvarint
-from dissect.records.record import Record
+from kafkatap.dissect.errors import DecodeError
+from kafkatap.dissect.protocol.wire import read_uvarint
+from kafkatap.dissect.records.record import Record
 
 HEADER = struct.Struct(">qiibIhiqqqhii")
 """base_offset, batch_length, partition_leader_epoch, magic, crc, attributes, last_offset_delta, base_timestamp,

@@ -6,11 +6,11 @@ import struct
 
 from crc32c import crc32c
 
-from dissect.errors import DecodeError
-from dissect.records import compression
-from dissect.records.batch import Batch
-from dissect.records.legacy import MIN_SIZE, legacy_batch
-from dissect.records.record_batch import CRC_START, HEADER, HEADER_SIZE
+from kafkatap.dissect.errors import DecodeError
+from kafkatap.dissect.records import compression
+from kafkatap.dissect.records.batch import Batch
+from kafkatap.dissect.records.legacy import MIN_SIZE, legacy_batch
+from kafkatap.dissect.records.record_batch import CRC_START, HEADER, HEADER_SIZE
 
 _LENGTH = struct.Struct(">i")
 _MIN_LENGTH = (MIN_SIZE[0], MIN_SIZE[1], HEADER_SIZE - 12)

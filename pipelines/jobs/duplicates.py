@@ -12,12 +12,12 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from pipelines.jobs.common import (
+from kafkatap.pipelines.jobs.common import (
     CONSUMER_GROUP_HEARTBEAT, ISO, JOIN_GROUP, OFFSET_COMMIT, OFFSET_FETCH, SYNC_GROUP, group_kinds, is_ok, nonempty,
     request_str, response_str, with_client_host,
 )
-from pipelines.jobs.links import link_deliveries
-from pipelines.jobs.ranges import overlapping
+from kafkatap.pipelines.jobs.links import link_deliveries
+from kafkatap.pipelines.jobs.ranges import overlapping
 
 OUTPUT = ["kind", "group_id", "topic", "partition", "first_offset", "last_offset", "records", "deliveries",
           "first_delivery_ts", "redelivery_ts", "first_member_id", "redelivery_member_id", "first_conn_id",

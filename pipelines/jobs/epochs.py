@@ -11,7 +11,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from pipelines.jobs.common import (
+from kafkatap.pipelines.jobs.common import (
     ADD_OFFSETS_TO_TXN, ADD_PARTITIONS_TO_TXN, CONSUMER_GROUP_HEARTBEAT, END_TXN, HEARTBEAT, INIT_PRODUCER_ID,
     JOIN_GROUP, LEAVE_GROUP, OFFSET_COMMIT, PRODUCE, SHARE_ACKNOWLEDGE, SHARE_FETCH, SHARE_GROUP_HEARTBEAT,
     SYNC_GROUP, TXN_OFFSET_COMMIT, group_kinds, is_ok, nonempty, request_str, response_source, response_str,

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from pipelines.jobs.common import (
+from kafkatap.pipelines.jobs.common import (
     FENCING_ERRORS, MEMBER_FENCING, PRODUCER_FENCING, SHARE_SESSION_FENCING,
 )
-from pipelines.jobs.epochs import handed_epochs, used_epochs, with_current_epoch
-from pipelines.jobs.leader_epochs import leader_fencings
+from kafkatap.pipelines.jobs.epochs import handed_epochs, used_epochs, with_current_epoch
+from kafkatap.pipelines.jobs.leader_epochs import leader_fencings
 
 OUTPUT = ["kind", "group_id", "transactional_id", "member_id", "group_instance_id", "producer_id", "client_id",
           "stale_epoch", "current_epoch", "current_epoch_source", "error_code", "error_name", "api_key", "api_name",

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from pipelines.jobs.common import LEADER_FENCING, response_source
+from kafkatap.pipelines.jobs.common import LEADER_FENCING, response_source
 
 METADATA = 3
 FENCED_LEADER_EPOCH = 74

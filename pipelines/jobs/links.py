@@ -10,7 +10,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from pipelines.jobs.common import FETCH, request_str, with_client_host
+from kafkatap.pipelines.jobs.common import FETCH, request_str, with_client_host
 
 
 def consumer_fetches(frames: DataFrame) -> DataFrame:

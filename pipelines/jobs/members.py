@@ -5,7 +5,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from pipelines.jobs.common import (
+from kafkatap.pipelines.jobs.common import (
     CONSUMER_GROUP_HEARTBEAT, HEARTBEAT, JOIN_GROUP, LEAVE_GROUP, MEMBER_FENCING, OFFSET_COMMIT, SYNC_GROUP,
     capture_bounds,
     group_kinds, is_ok, nonempty, request_str, response_str, with_client_host,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from pipelines.jobs.common import (
+from kafkatap.pipelines.jobs.common import (
     ADD_OFFSETS_TO_TXN, ADD_PARTITIONS_TO_TXN, END_TXN, INIT_PRODUCER_ID, PRODUCER_FENCING, TXN_OFFSET_COMMIT,
     request_str, response_str, with_client_host,
 )

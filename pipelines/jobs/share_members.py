@@ -5,11 +5,11 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from pipelines.jobs.common import (
+from kafkatap.pipelines.jobs.common import (
     SHARE_ACKNOWLEDGE, SHARE_FETCH, SHARE_GROUP_HEARTBEAT, capture_bounds, is_ok, nonempty, response_str,
     with_client_host,
 )
-from pipelines.jobs.members import DEFAULT_SESSION_TIMEOUT_MS
+from kafkatap.pipelines.jobs.members import DEFAULT_SESSION_TIMEOUT_MS
 
 SHARE_FENCING = ["FENCED_MEMBER_EPOCH", "UNKNOWN_MEMBER_ID"]
 

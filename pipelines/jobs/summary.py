@@ -5,7 +5,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from pipelines.jobs.common import ISO
+from kafkatap.pipelines.jobs.common import ISO
 
 
 

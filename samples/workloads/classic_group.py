@@ -15,9 +15,9 @@ from pathlib import Path
 from kafka import KafkaProducer
 from kafka.admin import KafkaAdminClient, NewTopic
 
-from samples.make import Env, Spec
-from samples.workloads.common import KAFKA_PYTHON, TANSU_SESSION_TIMEOUT_MS, payload
-from samples.workloads.member import MemberProcess
+from kafkatap.samples.make import Env, Spec
+from kafkatap.samples.workloads.common import KAFKA_PYTHON, TANSU_SESSION_TIMEOUT_MS, payload
+from kafkatap.samples.workloads.member import MemberProcess
 
 SPEC = Spec(
     name="classic_group",

@@ -10,7 +10,7 @@ from importlib import metadata
 import confluent_kafka
 import kafka
 
-from samples.truth import Truth
+from kafkatap.samples.truth import Truth
 
 CONFLUENT = f"confluent-kafka {metadata.version('confluent-kafka')} (librdkafka {confluent_kafka.libversion()[0]})"
 KAFKA_PYTHON = f"kafka-python {kafka.__version__}"

@@ -12,9 +12,9 @@ from pathlib import Path
 
 from confluent_kafka import Producer
 
-from samples.make import Env, Spec
-from samples.workloads.common import CONFLUENT, delivery_recorder, payload
-from samples.workloads.member import MemberProcess
+from kafkatap.samples.make import Env, Spec
+from kafkatap.samples.workloads.common import CONFLUENT, delivery_recorder, payload
+from kafkatap.samples.workloads.member import MemberProcess
 
 SPEC = Spec(
     name="consumer_group_848",

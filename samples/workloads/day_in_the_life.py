@@ -16,10 +16,10 @@ from confluent_kafka import AcknowledgeType, Consumer, KafkaException, Producer,
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaConsumer, KafkaProducer
 
-from samples.make import Env, Spec
-from samples.workloads.common import CONFLUENT, KAFKA_PYTHON, TANSU_SESSION_TIMEOUT_MS, delivery_recorder, payload
-from samples.workloads.member import member_epochs
-from samples.workloads.share_group import record_share_fences
+from kafkatap.samples.make import Env, Spec
+from kafkatap.samples.workloads.common import CONFLUENT, KAFKA_PYTHON, TANSU_SESSION_TIMEOUT_MS, delivery_recorder, payload
+from kafkatap.samples.workloads.member import member_epochs
+from kafkatap.samples.workloads.share_group import record_share_fences
 
 SPEC = Spec(
     name="day_in_the_life",

@@ -8,8 +8,8 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
-from samples.make import Env, Spec
-from samples.workloads.common import CONFLUENT, KAFKA_PYTHON, eos_stats, payload, until
+from kafkatap.samples.make import Env, Spec
+from kafkatap.samples.workloads.common import CONFLUENT, KAFKA_PYTHON, eos_stats, payload, until
 
 SPEC = Spec(
     name="idempotent",

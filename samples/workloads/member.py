@@ -1,6 +1,6 @@
 """One group member in its own process, so the workload can stall it for real (SIGSTOP).
 
-`python -m samples.workloads.member SPEC.json`: joins the group (kafka-python classic group, or confluent-kafka
+`python -m kafkatap.samples.workloads.member SPEC.json`: joins the group (kafka-python classic group, or confluent-kafka
 with `group.protocol=consumer`, KIP-848), polls and commits after every poll until the stop file appears, and writes
 what it received, its generations or member epochs, its requests and the errors it was answered to `spec["out"]`.
 With `stall_after_records`, it stops itself (SIGSTOP) right after receiving that many records and before committing
@@ -21,7 +21,7 @@ from pathlib import Path
 import kafka.errors as Errors
 from kafka import KafkaConsumer
 
-from samples.clients import RequestLog
+from kafkatap.samples.clients import RequestLog
 
 
 def main(spec_path: str) -> int:
@@ -177,7 +177,7 @@ class MemberProcess:
         spec_path.write_text(json.dumps(spec))
         self.log_path = workdir / f"{self.client_id}.log"
         self.log_file = open(self.log_path, "w")
-        self.proc = subprocess.Popen([sys.executable, "-m", "samples.workloads.member", str(spec_path)],
+        self.proc = subprocess.Popen([sys.executable, "-m", "kafkatap.samples.workloads.member", str(spec_path)],
                                      stdout=self.log_file, stderr=subprocess.STDOUT, cwd=Path(__file__).parents[2])
 
     def stalled(self) -> bool:

@@ -10,9 +10,9 @@ import random
 
 from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
 
-from samples.make import Env, Spec
-from samples.workloads.common import CONFLUENT, delivery_recorder, payload
-from samples.workloads.member import share_fences
+from kafkatap.samples.make import Env, Spec
+from kafkatap.samples.workloads.common import CONFLUENT, delivery_recorder, payload
+from kafkatap.samples.workloads.member import share_fences
 
 SPEC = Spec(
     name="share_group",

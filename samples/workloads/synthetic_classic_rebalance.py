@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import struct
 
-from samples.make import Env, Spec
-from samples.synthetic import Connection, Wire, record_batch
+from kafkatap.samples.make import Env, Spec
+from kafkatap.samples.synthetic import Connection, Wire, record_batch
 
 SPEC = Spec(
     name="synthetic_classic_rebalance",

@@ -7,8 +7,8 @@ AddPartitionsToTxn v3, Produce v9, EndTxn v3, ListOffsets v7, Fetch v12), byte-e
 
 from __future__ import annotations
 
-from samples.make import Env, Spec
-from samples.synthetic import CONTROL_ABORT, CONTROL_COMMIT, Wire, control_batch, record_batch
+from kafkatap.samples.make import Env, Spec
+from kafkatap.samples.synthetic import CONTROL_ABORT, CONTROL_COMMIT, Wire, control_batch, record_batch
 
 SPEC = Spec(
     name="synthetic_read_committed",

@@ -9,8 +9,8 @@ from confluent_kafka import KafkaException, Producer
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 
-from samples.make import Env, Spec
-from samples.workloads.common import CONFLUENT, KAFKA_PYTHON, eos_stats, payload, until
+from kafkatap.samples.make import Env, Spec
+from kafkatap.samples.workloads.common import CONFLUENT, KAFKA_PYTHON, eos_stats, payload, until
 
 SPEC = Spec(
     name="transactions",

@@ -150,7 +150,7 @@ def session() -> list[tuple[int, str, bytes]]:
 
 def pairs(frames: list[tuple[int, str, bytes]]) -> list[tuple[int, int, bytes, bytes]]:
     """(api_key, api_version, request frame, response frame) for every answered request, in request order."""
-    from dissect.protocol import decode_request_header
+    from kafkatap.dissect.protocol import decode_request_header
 
     pending: dict[tuple[int, int], tuple[int, int, bytes]] = {}
     out = []
@@ -167,7 +167,7 @@ def pairs(frames: list[tuple[int, str, bytes]]) -> list[tuple[int, int, bytes, b
 
 def pick(frames: list[tuple[int, str, bytes]]) -> dict[str, tuple[str, bytes, str]]:
     """The first exchange of each interesting api key (for Fetch: the first that returned records)."""
-    from dissect.protocol import api_name
+    from kafkatap.dissect.protocol import api_name
 
     wanted = {0, 1, 3, 8, 9, 10, 11, 12, 14, 18, 22}
     chosen: dict[str, tuple[str, bytes, str]] = {}
@@ -189,7 +189,6 @@ def write_hex(name: str, direction: str, frame: bytes, note: str) -> None:
 
 
 def main() -> int:
-    sys.path.insert(0, str(GOLDEN.parents[1]))
     frames = session()
     for name, (direction, frame, note) in sorted(pick(frames).items()):
         write_hex(name, direction, frame, note)
