@@ -30,6 +30,7 @@ $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip download -q --no-deps -d $(VENV)/wheelhouse dissect.cstruct  # for the offline packaging test
 	touch $@
 
 clean:

@@ -11,8 +11,9 @@ import struct
 
 from kafkatap.dissect.errors import DecodeError
 from kafkatap.dissect.protocol import decode_response, decode_response_header, encode_request, encode_request_header
+from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 
-METADATA, METADATA_VERSION = 3, 1
+METADATA_VERSION = 1
 CORRELATION_ID = 1
 
 
@@ -29,9 +30,9 @@ def parse_hostport(value: str) -> tuple[str, int]:
 
 def metadata_request() -> bytes:
     """The whole request on the wire: length prefix, header v1, Metadata v1 body asking for no topics."""
-    header = encode_request_header({"api_key": METADATA, "api_version": METADATA_VERSION,
+    header = encode_request_header({"api_key": ApiKey.METADATA, "api_version": METADATA_VERSION,
                                     "correlation_id": CORRELATION_ID, "client_id": "kafkatap-capture"})
-    message = header + encode_request(METADATA, METADATA_VERSION, {"topics": []})
+    message = header + encode_request(ApiKey.METADATA, METADATA_VERSION, {"topics": []})
     return struct.pack(">i", len(message)) + message
 
 
@@ -58,8 +59,8 @@ def discover(bootstrap: str, timeout: float = 5.0) -> list[tuple[int, str, int]]
     except OSError as exc:
         raise DiscoveryError(f"cannot ask {bootstrap} for its brokers: {exc}") from None
     try:
-        header, pos = decode_response_header(METADATA, METADATA_VERSION, response)
-        body, _ = decode_response(METADATA, METADATA_VERSION, response, pos)
+        header, pos = decode_response_header(ApiKey.METADATA, METADATA_VERSION, response)
+        body, _ = decode_response(ApiKey.METADATA, METADATA_VERSION, response, pos)
     except DecodeError as exc:
         raise DiscoveryError(f"{bootstrap} answered Metadata v1 with undecodable bytes: {exc}") from None
     if header["correlation_id"] != CORRELATION_ID:

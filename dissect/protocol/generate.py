@@ -258,6 +258,16 @@ def module_text(doc: str, messages: list[tuple[str, Merged]], extra: str = "", b
     return "".join(parts).rstrip("\n") + "\n"
 
 
+def enum_module(doc: str, enum: str, members: list[tuple[int, str]], by_code: str | None = None) -> str:
+    """An IntEnum of the protocol's numbers under their Kafka names, so code says `ApiKey.FETCH` or
+    `ErrorCode.PRODUCER_FENCED` instead of typing the numbers again (optionally also a code -> name dict)."""
+    body = "".join(f"    {name} = {code}\n" for code, name in members)
+    text = f'"""{doc}\n\n{STAMP}\n{SOURCES}\n"""\n\nfrom enum import IntEnum\n\n\nclass {enum}(IntEnum):\n{body}'
+    if by_code:
+        text += f"\n\n{by_code} = {{member.value: member.name for member in {enum}}}\n"
+    return text
+
+
 def read_tsv(path: Path) -> list[dict[str, str]]:
     lines = path.read_text().splitlines()
     head = lines[0].split("\t")
@@ -302,10 +312,14 @@ def generate(source: Path, out: Path) -> list[Path]:
     path = out / "headers.py"
     path.write_text(module_text("Request and response headers.", headers))
     written.append(path)
-    errors = read_tsv(source / "errors.tsv")
-    body = "".join(f"    {int(row['code'])}: {row['name']!r},\n" for row in errors)
+    errors = [(int(row["code"]), row["name"]) for row in read_tsv(source / "errors.tsv")]
     path = out / "errors.py"
-    path.write_text(f'"""Kafka error codes -> names (Errors.java).\n\n{STAMP}\n{SOURCES}\n"""\n\nERRORS = {{\n{body}}}\n')
+    path.write_text(enum_module("Kafka error codes (Errors.java): `ErrorCode` by name, `ERRORS` by code.",
+                                "ErrorCode", errors, "ERRORS"))
+    written.append(path)
+    path = out / "api_keys.py"
+    path.write_text(enum_module("Kafka api keys: `ApiKey` by name (PRODUCE, SHARE_FETCH, ...).",
+                                "ApiKey", [(key, snake(name).upper()) for key, name, *_ in index]))
     written.append(path)
     body = "".join(f"    {key}: {tuple(row)!r},\n" for key, *row in index)
     path = out / "__init__.py"

@@ -9,11 +9,9 @@ import importlib
 from functools import lru_cache
 
 from kafkatap.dissect.protocol.generated import APIS
+from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 from kafkatap.dissect.protocol.generated.errors import ERRORS
 from kafkatap.dissect.protocol.table import Field, Message, fields_for, in_ranges, is_flexible, parse_versions
-
-CONTROLLED_SHUTDOWN = 7
-API_VERSIONS = 18
 
 _VALID = {key: parse_versions(row[2]) for key, row in APIS.items()}
 _FLEXIBLE = {key: parse_versions(row[3]) for key, row in APIS.items()}
@@ -42,7 +40,7 @@ def is_flexible_version(api_key: int, api_version: int) -> bool:
 
 
 def _request_header_version(api_key: int, api_version: int) -> int:
-    if api_key == CONTROLLED_SHUTDOWN and api_version == 0:
+    if api_key == ApiKey.CONTROLLED_SHUTDOWN and api_version == 0:
         return 0
     return 2 if is_flexible_version(api_key, api_version) else 1
 
@@ -57,7 +55,7 @@ def request_header_version(api_key: int, api_version: int) -> int:
 
 def response_header_version(api_key: int, api_version: int) -> int:
     """1 for flexible versions, except ApiVersions: always 0 so that any client can read the versions it may use."""
-    if api_key == API_VERSIONS:
+    if api_key == ApiKey.API_VERSIONS:
         return 0
     return 1 if is_flexible_version(api_key, api_version) else 0
 
