@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 
 
-from kafkatap.dissect.streams import run_streams
+from kafkatap.dissect.streams.driver import run_streams
 
 PYTHON = sys.executable
 PORT = 39310

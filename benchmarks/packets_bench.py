@@ -1,4 +1,4 @@
-"""Packet-layer throughput: pcap -> reassembled TCP streams (dissect.streams.run_streams), no Kafka decoding.
+"""Packet-layer throughput: pcap -> reassembled TCP streams (dissect.streams.driver.run_streams), no Kafka decoding.
 
 Two synthetic capture shapes written with tests/pcaputil.py:
   loopback: 64 KB frames (what tcpdump sees on lo with GSO), one data frame per ACK;
@@ -16,7 +16,7 @@ import tempfile
 import time
 
 
-from kafkatap.dissect.streams import run_streams
+from kafkatap.dissect.streams.driver import run_streams
 from tests.pcaputil import ACK, TcpFlow, tcp_frame
 
 
@@ -36,7 +36,7 @@ class CountingSink:
     def on_gap(self, conn, side, ts_us, nbytes, where) -> None:
         self.gaps += nbytes
 
-    def on_close(self, conn, ts_us, reason) -> None:
+    def on_close(self, conn, ts_us, reason, where) -> None:
         pass
 
     def on_anomaly(self, kind, detail, where, nbytes, conn, side) -> None:

@@ -25,9 +25,9 @@ import time
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from kafkatap.dissect.schema import ANOMALIES, BATCHES, FRAMES, SHARE
+from kafkatap.dissect.tables.schema import ANOMALIES, BATCHES, FRAMES, SHARE
 from kafkatap.pipelines.report import JOBS, run
-from kafkatap.pipelines.session import get_spark
+from kafkatap.pipelines.spark import get_spark
 from kafkatap.pipelines.storage import spark_schema
 
 T0_US = 1_767_225_600_000_000  # 2026-01-01T00:00:00Z

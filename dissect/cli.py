@@ -9,7 +9,7 @@ import sys
 from rich.console import Console
 
 from kafkatap.dissect.run import dissect_captures
-from kafkatap.dissect.summary import render
+from kafkatap.dissect.tables.summary import render
 
 
 def parser() -> argparse.ArgumentParser:

@@ -24,16 +24,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
-
-from kafkatap.dissect import summary as summary_mod
-from kafkatap.dissect.schema import TABLES
-from kafkatap.dissect.sink import Sink
-from kafkatap.dissect.streams import run_streams
-from kafkatap.dissect.topics import TOPIC_COLUMNS, TopicNames
-from kafkatap.dissect.writer import Output, clear, part_name
+from kafkatap.dissect.kafka.sink import Sink
+from kafkatap.dissect.kafka.topics import TopicNames
+from kafkatap.dissect.streams.driver import run_streams
+from kafkatap.dissect.tables import summary as summary_mod
+from kafkatap.dissect.tables.rows import Rows
+from kafkatap.dissect.tables.schema import TABLES
+from kafkatap.dissect.tables.topic_rewrite import rewrite, rewrite_streamed
+from kafkatap.dissect.tables.writer import Output, clear, part_name
 
 PUBLISH_EVERY = 5.0
 """Seconds between two publications of a streamed run's Parquet: fresh enough to follow a capture, and few
@@ -83,8 +81,8 @@ def dissect_captures(paths: Iterable[str], out_dir: str, *, ports: Iterable[int]
         names.update(part["names"])
     late: dict[str, int] = {}
     for k, part in enumerate(parts):
-        fixed = _name_topics(out, part["topics"], names) if ordered else \
-            part["topics"].rewrite(out, part_name(k), names)
+        fixed = rewrite_streamed(out, part["unresolved"], names) if ordered else \
+            rewrite(out, part_name(k), part["unresolved"], names)
         for table, count in fixed.items():
             late[table] = late.get(table, 0) + count
     result = summary_mod.build(seen, parts, late)
@@ -99,20 +97,23 @@ def _dissect_part(paths: Iterable[str], out_dir: str, ports: list[int], records:
     """One worker: the connections hashing to `part`; returns what the summary and the topic rewrite need."""
     tables = {name: schema for name, schema in TABLES.items() if records or name != "records"}
     out = Output(out_dir, tables, part)
-    sink = Sink(out, set(ports), records=records, payloads=payloads, part=(part, parts))
+    topics = TopicNames()
+    rows = Rows(out, topics, records=records, payloads=payloads)
+    sink = Sink(rows, topics, set(ports), part=(part, parts))
     if progress is None and part == 0 and _progress_counter is not None:
         progress = _count_progress
     if on_progress is not None:
-        progress = _reporting(sink, on_progress, progress)
+        progress = _reporting(rows, on_progress, progress)
     if ordered:
         paths = _publishing(paths, out, publish_every)
     try:
         stats = run_streams(paths, sink, progress=progress, ordered=ordered)
     finally:
-        rows = out.close()
-    return {"stats": stats, "rows": rows, "out_of_range": out.out_of_range(), "connections": sink.connections,
-            "messages": sink.rows.messages, "statuses": sink.rows.statuses, "anomalies": sink.rows.anomaly_counts,
-            "streams": sink.streams, "warnings": sink.warnings, "names": sink.topics.names, "topics": sink.topics}
+        written = out.close()
+    return {"stats": stats, "rows": written, "out_of_range": out.out_of_range(), "connections": sink.connections,
+            "messages": rows.messages, "statuses": rows.statuses, "anomalies": rows.anomaly_counts,
+            "streams": sink.streams, "warnings": sink.warnings, "names": topics.names,
+            "unresolved": topics.unresolved}
 
 
 def _noting(paths: Iterable[str], seen: list[str]) -> Iterator[str]:
@@ -133,7 +134,7 @@ def _publishing(paths: Iterable[str], out: Output, every: float) -> Iterator[str
             last = time.monotonic()
 
 
-def _reporting(sink: Sink, on_progress: OnProgress, progress: Callable[[int], None] | None) -> Callable[[int], None]:
+def _reporting(rows: Rows, on_progress: OnProgress, progress: Callable[[int], None] | None) -> Callable[[int], None]:
     """A run_streams progress callback that also tells on_progress the messages and bytes so far."""
     done = 0
 
@@ -142,31 +143,9 @@ def _reporting(sink: Sink, on_progress: OnProgress, progress: Callable[[int], No
         done += n
         if progress is not None:
             progress(n)
-        on_progress(sum(sink.rows.messages.values()), done)
+        on_progress(sum(rows.messages.values()), done)
 
     return report
-
-
-def _name_topics(out: Path, topics: TopicNames, names: dict[str, str]) -> dict[str, int]:
-    """The topic rewrite of a streamed run, whose tables have many files: only the files holding an id that was
-    named after it was written are rewritten (a row can be written well after its id was looked up, so the files
-    are checked rather than guessed from when each was written)."""
-    fixed = {}
-    for table, column in TOPIC_COLUMNS.items():
-        ids = {i for i in topics.unresolved.get(table, ()) if i in names}
-        if not ids:
-            continue
-        value_set = pa.array(sorted(ids))
-        for path in sorted((out / table).glob("part-*.parquet")):
-            col = pq.read_table(path, columns=[column]).column(0)
-            if pa.types.is_list(col.type):
-                col = pc.list_flatten(col)
-            if pc.any(pc.is_in(col, value_set=value_set)).as_py():
-                one = TopicNames()
-                one.unresolved = {table: ids}
-                one.rewrite(out, path.name, names)
-        fixed[table] = len(ids)
-    return fixed
 
 
 def _count_progress(n: int) -> None:

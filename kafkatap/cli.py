@@ -8,7 +8,7 @@ import sys
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "capture": ("kafkatap.capture.cli", "capture live broker traffic to rotating pcapng files"),
     "dissect": ("kafkatap.dissect.cli", "turn pcap/pcapng captures into Parquet frames"),
-    "analyze": ("kafkatap.pipelines.analyze", "run every PySpark pipeline over dissected frames"),
+    "analyze": ("kafkatap.pipelines.submit.analyze", "run every PySpark pipeline over dissected frames"),
     "dashboard": ("kafkatap.dashboards.cli", "write the self-contained HTML dashboard of a report"),
     "samples": ("kafkatap.samples.cli", "regenerate the bundled sample captures and their ground truth"),
     "demo": ("kafkatap.demo", "dissect, analyze and chart the bundled sample end to end"),

@@ -23,7 +23,7 @@ def main(argv: list[str]) -> int:
     from kafkatap.dashboards.build import write_dashboard
     from kafkatap.dissect.run import dissect_captures
     from kafkatap.pipelines.report import JOBS, run
-    from kafkatap.pipelines.session import get_spark
+    from kafkatap.pipelines.spark import get_spark
 
     out = Path(args.out).resolve()
     dissected, report, page = out / "dissected", out / "report", out / "dashboard.html"

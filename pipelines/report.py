@@ -1,31 +1,40 @@
 """The jobs as read -> transform -> write steps over an OUT directory (the dissector's) and a REPORT directory.
 
-Each job computes its tables with the pure functions of `pipelines.jobs`, casts them to `pipelines.schema` and writes
-them; `summary.json` is rebuilt from whatever the report holds after every run, so running one job or all of them
-leaves a consistent report.
+A job is a sequence of steps, and every step has the one signature `Step`:
+
+    step(inputs: Inputs, done: Mapping[str, DataFrame], window: str) -> dict[str, DataFrame]
+
+It gets the dissector's tables (`inputs`), the report tables this run has already written (`done`) and the throughput
+window, and returns new report tables built with the pure functions of `kafkatap.pipelines.transforms`. Steps read
+and write nothing themselves: `run` reads the inputs once, casts each step's tables to `kafkatap.pipelines.schema`,
+writes them, and hands the written copies to later steps, which then read Parquet instead of recomputing a lineage.
+A job has a second step only where a table is built from one the job itself writes (sessions' fetch links from its
+members). `summary.json` is rebuilt from whatever the report holds after every run, so running one job or all of
+them leaves a consistent report. The spark-submit mains of `kafkatap.pipelines.submit` run one job through `run`,
+`kafkatap analyze` runs them all.
 """
 
 from __future__ import annotations
 
 import argparse
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
 
-from kafkatap.dissect.schema import ANOMALIES, BATCHES, FRAMES, RECORDS, SHARE
+from kafkatap.dissect.tables.schema import ANOMALIES, BATCHES, FRAMES, RECORDS, SHARE
 from kafkatap.pipelines import schema
-from kafkatap.pipelines.jobs.connections import connections
-from kafkatap.pipelines.jobs.duplicates import duplicate_deliveries
-from kafkatap.pipelines.jobs.epochs import epoch_events
-from kafkatap.pipelines.jobs.fenced import fenced_epochs
-from kafkatap.pipelines.jobs.links import fetch_links
-from kafkatap.pipelines.jobs.members import member_spans, members
-from kafkatap.pipelines.jobs.producers import producers, transactions
-from kafkatap.pipelines.jobs.share_members import share_members
-from kafkatap.pipelines.jobs.summary import summary
-from kafkatap.pipelines.jobs import throughput
+from kafkatap.pipelines.transforms.connections import connections
+from kafkatap.pipelines.transforms.duplicates.table import duplicate_deliveries
+from kafkatap.pipelines.transforms.epochs import epoch_events
+from kafkatap.pipelines.transforms.fenced import fenced_epochs
+from kafkatap.pipelines.transforms.links import fetch_links
+from kafkatap.pipelines.transforms.members import member_spans, members
+from kafkatap.pipelines.transforms.producers import producers, transactions
+from kafkatap.pipelines.transforms.share_members import share_members
+from kafkatap.pipelines.transforms.summary import summary
+from kafkatap.pipelines.transforms import throughput
 from kafkatap.pipelines.storage import exists, join_uri, read_table, window_interval, write_json, write_table
 
 
@@ -49,55 +58,60 @@ def read_inputs(spark: SparkSession, out: str) -> Inputs:
     )
 
 
+Step = Callable[[Inputs, Mapping[str, DataFrame], str], dict[str, DataFrame]]
+
+
 def _write(spark: SparkSession, report: str, tables: dict[str, DataFrame]) -> dict[str, DataFrame]:
-    """Write tables, then hand back the written copies so later jobs read Parquet instead of recomputing."""
+    """Write tables, then hand back the written copies so later steps read Parquet instead of recomputing."""
     for name, df in tables.items():
         write_table(df, report, name, schema.TABLES[name])
     return {name: read_table(spark, report, name, schema.TABLES[name]) for name in tables}
 
 
-def run_sessions(spark: SparkSession, inp: Inputs, report: str, done: dict[str, DataFrame]) -> dict[str, DataFrame]:
-    written = _write(spark, report, {
+def session_tables(inp: Inputs, done: Mapping[str, DataFrame], window: str) -> dict[str, DataFrame]:
+    return {
         "sessions/connections": connections(inp.frames),
         "sessions/members": members(inp.frames, inp.batches),
         "sessions/producers": producers(inp.frames, inp.batches),
         "sessions/transactions": transactions(inp.frames, inp.batches),
         "sessions/share_members": share_members(inp.frames, inp.share),
         "sessions/epoch_events": epoch_events(inp.frames),
-    })
-    spans = member_spans(written["sessions/members"])
-    return written | _write(spark, report, {"sessions/fetch_links": fetch_links(inp.frames, spans)})
+    }
 
 
-def run_fenced(spark: SparkSession, inp: Inputs, report: str, done: dict[str, DataFrame]) -> dict[str, DataFrame]:
-    return _write(spark, report, {"fenced_epochs": fenced_epochs(inp.frames, inp.batches)})
+def fetch_link_tables(inp: Inputs, done: Mapping[str, DataFrame], window: str) -> dict[str, DataFrame]:
+    """A step of its own: the links need the members' spans, taken from the members table as written."""
+    return {"sessions/fetch_links": fetch_links(inp.frames, member_spans(done["sessions/members"]))}
 
 
-def run_duplicates(spark: SparkSession, inp: Inputs, report: str,
-                   done: dict[str, DataFrame]) -> dict[str, DataFrame]:
+def fenced_tables(inp: Inputs, done: Mapping[str, DataFrame], window: str) -> dict[str, DataFrame]:
+    return {"fenced_epochs": fenced_epochs(inp.frames, inp.batches)}
+
+
+def duplicate_tables(inp: Inputs, done: Mapping[str, DataFrame], window: str) -> dict[str, DataFrame]:
+    """Reuses the members and fencings this run wrote; computes them when the jobs that write them did not run."""
     members_df = done.get("sessions/members")
     members_df = members_df if members_df is not None else members(inp.frames, inp.batches)
     fenced_df = done.get("fenced_epochs")
     fenced_df = fenced_df if fenced_df is not None else fenced_epochs(inp.frames, inp.batches)
     table = duplicate_deliveries(inp.frames, inp.batches, inp.records, inp.share, member_spans(members_df), fenced_df)
-    return _write(spark, report, {"duplicate_deliveries": table})
+    return {"duplicate_deliveries": table}
 
 
-def run_throughput(spark: SparkSession, inp: Inputs, report: str, done: dict[str, DataFrame],
-                   window: str = "1s") -> dict[str, DataFrame]:
+def throughput_tables(inp: Inputs, done: Mapping[str, DataFrame], window: str) -> dict[str, DataFrame]:
     interval = window_interval(window)
-    return _write(spark, report, {
+    return {
         "throughput/data": throughput.data(inp.batches, interval),
         "throughput/requests": throughput.requests(inp.frames, interval),
         "throughput/lag": throughput.lag(inp.batches, interval),
-    })
+    }
 
 
-JOBS: dict[str, Callable[..., dict[str, DataFrame]]] = {
-    "sessions": run_sessions,
-    "fenced_epochs": run_fenced,
-    "duplicate_deliveries": run_duplicates,
-    "throughput": run_throughput,
+JOBS: dict[str, tuple[Step, ...]] = {
+    "sessions": (session_tables, fetch_link_tables),
+    "fenced_epochs": (fenced_tables,),
+    "duplicate_deliveries": (duplicate_tables,),
+    "throughput": (throughput_tables,),
 }
 
 
@@ -114,9 +128,9 @@ def run(spark: SparkSession, out: str, report: str, jobs: list[str], window: str
     inp = read_inputs(spark, out)
     done: dict[str, DataFrame] = {}
     for job in jobs:
-        kwargs = {"window": window} if job == "throughput" else {}
         start = time.perf_counter()
-        done |= JOBS[job](spark, inp, report, done, **kwargs)
+        for step in JOBS[job]:
+            done |= _write(spark, report, step(inp, done, window))
         if on_job is not None:
             on_job(job, time.perf_counter() - start)
     tables = existing_tables(spark, report)
@@ -137,7 +151,7 @@ def job_args(prog: str, argv: list[str] | None) -> argparse.Namespace:
 
 def job_main(job: str, argv: list[str] | None = None) -> int:
     """The thin main() of one spark-submit job file."""
-    from kafkatap.pipelines.session import get_spark
+    from kafkatap.pipelines.spark import get_spark
 
     args = job_args(f"{job}.py", argv)
     spark = get_spark(f"kafkatap-{job}", args.master)

@@ -1,7 +1,7 @@
 """The Parquet schemas of the pipelines' report: the contract the dashboard reads.
 
-Each output table is declared once here with per-column docs, in the style of `dissect.schema`; jobs cast their result
-to these schemas before writing, and the README's tables are rendered from this module
+Each output table is declared once here with per-column docs, in the style of `kafkatap.dissect.tables.schema`;
+jobs cast their result to these schemas before writing, and the README's tables are rendered from this module
 (`python -m kafkatap.pipelines.schema --markdown`). A table `a/b` is written to `REPORT/a/b/`.
 """
 
@@ -11,7 +11,7 @@ import sys
 
 import pyarrow as pa
 
-from kafkatap.dissect.schema import TS, column, markdown, table
+from kafkatap.dissect.tables.schema import TS, column, markdown, table
 
 EPOCHS = pa.list_(pa.int32())
 NAMES = pa.list_(pa.string())

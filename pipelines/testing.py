@@ -1,7 +1,7 @@
 """Hand-made rows of the dissector's tables for unit tests: every column present, unset ones null.
 
-Tests state only the columns that matter to them; the schema comes from `dissect.schema`, so a test frame is always a
-frame the dissector could have written.
+Tests state only the columns that matter to them; the schema comes from `kafkatap.dissect.tables.schema`, so a test
+frame is always a frame the dissector could have written.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import TimestampType
 
-from kafkatap.dissect.schema import BATCHES, FRAMES, RECORDS, SHARE
-from kafkatap.pipelines.jobs.common import ISO
+from kafkatap.dissect.tables.schema import BATCHES, FRAMES, RECORDS, SHARE
+from kafkatap.pipelines.transforms.common import ISO
 from kafkatap.pipelines.storage import spark_schema
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)

@@ -211,7 +211,7 @@ class RecordingSink:
     def on_gap(self, conn, side, ts_us, nbytes, where) -> None:
         self.events.append(("gap", conn, side, nbytes, where))
 
-    def on_close(self, conn, ts_us, reason) -> None:
+    def on_close(self, conn, ts_us, reason, where) -> None:
         self.events.append(("close", conn, reason))
 
     def on_anomaly(self, kind, detail, where, nbytes, conn, side) -> None:

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from kafkatap.dissect.cli import main
-from kafkatap.dissect.schema import TABLES
+from kafkatap.dissect.tables.schema import TABLES
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 CAPTURES = sorted(SAMPLES.glob("*.pcapng"))

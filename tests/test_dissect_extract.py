@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 
-from kafkatap.dissect.extract import REQUEST_FIELDS, RESPONSE_FIELDS, dumps, error_code, top_level, walk
+from kafkatap.dissect.kafka.extract import REQUEST_FIELDS, RESPONSE_FIELDS, dumps, error_code, top_level, walk
 from kafkatap.dissect.protocol import to_json
 
 

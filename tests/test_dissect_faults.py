@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from kafkatap.dissect.run import dissect_captures
-from kafkatap.dissect.streams import run_streams
+from kafkatap.dissect.streams.driver import run_streams
 from tests.pcaputil import RecordingSink, TcpFlow, pcap_bytes, timed
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
@@ -221,11 +221,12 @@ def test_tls_on_the_kafka_port_is_one_anomaly(replay: Replay, baseline: list, tm
     hello = b"\x16\x03\x01\x02\x00" + rnd.randbytes(512)
     server = b"\x16\x03\x03\x04\x00" + rnd.randbytes(1024) + b"\x17\x03\x03\x01\x00" + rnd.randbytes(256)
     tls = flow.handshake() + flow.send(0, hello) + flow.send(1, server) + flow.send(0, rnd.randbytes(300))
-    _, got, anomalies = dissect(tmp_path, "tls", [s.frame for s in replay.segments()] + tls + flow.fin(0),
-                                [replay.port])
+    before = [s.frame for s in replay.segments()] + tls
+    _, got, anomalies = dissect(tmp_path, "tls", before + flow.fin(0), [replay.port])
     assert pairs(got) == pairs(baseline)
     tls_rows = [a for a in anomalies if a["kind"] == "tls"]
     assert len(tls_rows) == 1 and tls_rows[0]["bytes"] == len(hello) + len(server) + 300
+    assert tls_rows[0]["packet_index"] >= len(before), "reported at the packet that closed the connection"
     assert [a for a in anomalies if a["kind"] != "tls"] == []
 
 

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from kafkatap.dissect.run import dissect_captures
-from kafkatap.dissect.schema import TABLES
+from kafkatap.dissect.tables.schema import TABLES
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 NAMES = sorted(p.name[:-len(".truth.json")] for p in SAMPLES.glob("*.truth.json")

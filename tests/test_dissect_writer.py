@@ -8,7 +8,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from kafkatap.dissect.writer import Output
+from kafkatap.dissect.tables.writer import Output
 
 SCHEMA = pa.schema([
     pa.field("name", pa.string()), pa.field("n", pa.int64()), pa.field("ts", pa.timestamp("us", tz="UTC")),

@@ -8,9 +8,10 @@ import struct
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafkatap.dissect.framing import MAX_FRAME, Framer
-from kafkatap.dissect.plausible import RequestSync, ResponseSync
+from kafkatap.dissect.kafka.framing import MAX_FRAME, Framer
+from kafkatap.dissect.kafka.plausible import RequestSync, ResponseSync
 from kafkatap.dissect.protocol import encode_request, encode_request_header, encode_response, encode_response_header
+from kafkatap.dissect.streams.reassembly import Where
 
 
 def request(correlation_id: int, client_id: str = "t") -> bytes:
@@ -25,17 +26,18 @@ def request(correlation_id: int, client_id: str = "t") -> bytes:
 def run(chunks: list, sync=None, synced: bool = True) -> tuple[list, dict]:
     skipped: dict[str, int] = {}
 
-    def on_skip(reason: str, n: int, offset: int) -> None:
+    def on_skip(reason: str, n: int, offset: int, where: Where) -> None:
         skipped[reason] = skipped.get(reason, 0) + n
 
     sync = sync or RequestSync()
     framer = Framer(sync, on_skip, synced=synced)
     frames = []
     for n, chunk in enumerate(chunks + [None]):
+        where = Where("test", n, n)
         if isinstance(chunk, int):
-            framer.gap(chunk)
+            framer.gap(chunk, where)
             continue
-        new = framer.feed(n, chunk) if chunk is not None else framer.close()
+        new = framer.feed(n, chunk, where) if chunk is not None else framer.close(where)
         for frame in new:
             if isinstance(sync, RequestSync):  # as the engine does: correlation ids count up per connection
                 sync.last_correlation_id = corr(frame[2])

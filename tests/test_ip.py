@@ -6,8 +6,8 @@ import struct
 
 import numpy as np
 
-from kafkatap.dissect import ip
-from kafkatap.dissect.streams import run_streams
+from kafkatap.dissect.packets import ip
+from kafkatap.dissect.streams.driver import run_streams
 from tests.pcaputil import RecordingSink, ether, ipv4, ipv6, tcp_segment, write_pcap
 
 SEG = tcp_segment(40000, 9092, 100, payload=b"0123456789")

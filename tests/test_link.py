@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kafkatap.dissect import link
-from kafkatap.dissect.streams import run_streams
+from kafkatap.dissect.packets import link
+from kafkatap.dissect.streams.driver import run_streams
 from tests.pcaputil import RecordingSink, ether, ipv4, ipv6, null, sll, sll2, tcp_segment, write_pcap
 
 IP4 = ipv4("192.0.2.1", "192.0.2.2", tcp_segment(1234, 9092, 1, payload=b"kafka"))

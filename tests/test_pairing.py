@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kafkatap.dissect.pairing import MAX_IN_FLIGHT, InFlight
+from kafkatap.dissect.kafka.pairing import MAX_IN_FLIGHT, InFlight
 
 
 @dataclass

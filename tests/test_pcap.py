@@ -6,8 +6,9 @@ import struct
 
 import pytest
 
-from kafkatap.dissect.pcap import CaptureFormatError, PcapReader
-from kafkatap.dissect.streams import open_capture, run_streams
+from kafkatap.dissect.packets.files import open_capture
+from kafkatap.dissect.packets.pcap import CaptureFormatError, PcapReader
+from kafkatap.dissect.streams.driver import run_streams
 from tests.pcaputil import RecordingSink, pcap_bytes
 
 # little-endian, microseconds, snaplen 65535, Ethernet

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from kafkatap.dissect.pcapng import Interface, parse_idb, to_us
-from kafkatap.dissect.streams import open_capture
+from kafkatap.dissect.packets.pcapng import Interface, parse_idb, to_us
+from kafkatap.dissect.packets.files import open_capture
 from tests.pcaputil import PcapngWriter
 
 GOLDEN = bytes.fromhex(

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from kafkatap.dissect.schema import BATCHES, FRAMES, RECORDS, SHARE
-from kafkatap.pipelines.jobs.duplicates import duplicate_deliveries
-from kafkatap.pipelines.jobs.fenced import fenced_epochs
-from kafkatap.pipelines.jobs.members import member_spans, members
+from kafkatap.dissect.tables.schema import BATCHES, FRAMES, RECORDS, SHARE
+from kafkatap.pipelines.transforms.duplicates.table import duplicate_deliveries
+from kafkatap.pipelines.transforms.fenced import fenced_epochs
+from kafkatap.pipelines.transforms.members import member_spans, members
 from kafkatap.pipelines.schema import DUPLICATE_DELIVERIES
 from kafkatap.pipelines.storage import conform
 from kafkatap.pipelines.testing import assert_frames_equal, batch, frame, record, rows, share, t, table

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kafkatap.dissect.schema import BATCHES, FRAMES
-from kafkatap.pipelines.jobs.fenced import fenced_epochs
+from kafkatap.dissect.tables.schema import BATCHES, FRAMES
+from kafkatap.pipelines.transforms.fenced import fenced_epochs
 from kafkatap.pipelines.schema import FENCED_EPOCHS
 from kafkatap.pipelines.storage import conform
 from kafkatap.pipelines.testing import assert_frames_equal, batch, frame, t, table

@@ -7,7 +7,7 @@ import random
 import pytest
 from pyspark.sql import functions as F
 
-from kafkatap.pipelines.jobs.ranges import BUCKET, WIDE, overlapping
+from kafkatap.pipelines.transforms.ranges import BUCKET, WIDE, overlapping
 
 pytestmark = pytest.mark.spark
 

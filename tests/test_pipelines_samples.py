@@ -1,7 +1,7 @@
 """End to end: the bundled sample captures, dissected and analyzed, against the samples' ground truth.
 
 Each sample is dissected (with records) and its fencings, duplicate deliveries and produced records are computed
-with the jobs' functions and compared with the truth the workload recorded; one sample also goes through
+with the transforms' functions and compared with the truth the workload recorded; one sample also goes through
 `kafkatap analyze` end to end.
 """
 
@@ -16,10 +16,11 @@ import pytest
 import pyarrow.parquet as pq
 from pyspark.sql import functions as F
 
-from kafkatap.pipelines import analyze, schema
-from kafkatap.pipelines.jobs.duplicates import duplicate_deliveries
-from kafkatap.pipelines.jobs.fenced import fenced_epochs
-from kafkatap.pipelines.jobs.members import member_spans, members
+from kafkatap.pipelines import schema
+from kafkatap.pipelines.submit import analyze
+from kafkatap.pipelines.transforms.duplicates.table import duplicate_deliveries
+from kafkatap.pipelines.transforms.fenced import fenced_epochs
+from kafkatap.pipelines.transforms.members import member_spans, members
 from kafkatap.pipelines.report import read_inputs
 from kafkatap.pipelines.testing import rows
 
@@ -48,7 +49,7 @@ def dissected(tmp_path_factory) -> dict[str, tuple[dict, Path]]:
 
 @pytest.fixture(scope="session")
 def results(spark, dissected) -> dict[str, dict[str, list[dict]]]:
-    """Per sample, the jobs' pure functions collected directly (no report written: the Parquet round trip is
+    """Per sample, the transforms' pure functions collected directly (no report written: the Parquet round trip is
     tested once, in test_analyze_writes_the_report)."""
     out = {}
     for sample, (truth, root) in dissected.items():

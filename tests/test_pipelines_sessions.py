@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 
 from kafkatap.dissect.run import dissect_captures
-from kafkatap.dissect.schema import BATCHES, FRAMES, SHARE
+from kafkatap.dissect.tables.schema import BATCHES, FRAMES, SHARE
 from kafkatap.pipelines import schema
-from kafkatap.pipelines.jobs.connections import connections
-from kafkatap.pipelines.jobs.epochs import epoch_events
-from kafkatap.pipelines.jobs.links import fetch_links
-from kafkatap.pipelines.jobs.members import member_spans, members
-from kafkatap.pipelines.jobs.producers import producers, transactions
-from kafkatap.pipelines.jobs.share_members import share_members
+from kafkatap.pipelines.transforms.connections import connections
+from kafkatap.pipelines.transforms.epochs import epoch_events
+from kafkatap.pipelines.transforms.links import fetch_links
+from kafkatap.pipelines.transforms.members import member_spans, members
+from kafkatap.pipelines.transforms.producers import producers, transactions
+from kafkatap.pipelines.transforms.share_members import share_members
 from kafkatap.pipelines.storage import conform, read_table
 from kafkatap.pipelines.testing import assert_frames_equal, batch, frame, rows, share, t, table
 from kafkatap.samples import capture_path, load_truth

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from kafkatap.dissect.schema import BATCHES, FRAMES
+from kafkatap.dissect.tables.schema import BATCHES, FRAMES
 from kafkatap.pipelines import schema
-from kafkatap.pipelines.jobs import throughput
+from kafkatap.pipelines.transforms import throughput
 from kafkatap.pipelines.storage import conform
 from kafkatap.pipelines.testing import assert_frames_equal, batch, frame, rows, t, table
 

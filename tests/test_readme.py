@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from kafkatap.dissect import schema as dissect_schema
+from kafkatap.dissect.tables import schema as dissect_schema
 from kafkatap.pipelines import schema as pipelines_schema
 
 README = Path(__file__).resolve().parents[1] / "README.md"

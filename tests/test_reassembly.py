@@ -6,8 +6,8 @@ import random
 
 from hypothesis import given, settings, strategies as st
 
-from kafkatap.dissect.reassembly import Reassembler
-from kafkatap.dissect.streams import run_streams
+from kafkatap.dissect.streams.reassembly import Reassembler
+from kafkatap.dissect.streams.driver import run_streams
 from tests.pcaputil import ACK, PSH, SYN, RecordingSink, TcpFlow, tcp_frame, timed, write_pcap
 
 DATA = bytes(range(256)) * 40  # 10,240 bytes: 8 segments of 1,280
@@ -193,7 +193,7 @@ def test_any_order_with_duplicates_gives_the_stream(rnd: random.Random, isn: int
     sink = RecordingSink()
     r = Reassembler(sink, sink.on_anomaly, {})
     import numpy as np
-    from kafkatap.dissect import ip, link, tcp
+    from kafkatap.dissect.packets import ip, link, tcp
     for n, frame in enumerate(hs + shuffled + flow.fin(0) + flow.fin(1)):
         d = np.frombuffer(frame, np.uint8)
         one = np.array([0])

@@ -15,7 +15,7 @@ import time
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from kafkatap.dissect.streams import run_streams
+from kafkatap.dissect.streams.driver import run_streams
 from tests.pcaputil import PcapngWriter, RecordingSink, TcpFlow, timed, write_pcap
 
 

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from kafkatap.dissect.run import dissect_captures
-from kafkatap.dissect.streams import run_streams
+from kafkatap.dissect.streams.driver import run_streams
 from tests.pcaputil import RecordingSink, TcpFlow, timed, write_pcap
 from tests.test_dissect_topics import NAMED, fetch_request, fetch_response, metadata_response, request
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from kafkatap.dissect import tcp
-from kafkatap.dissect.streams import run_streams
+from kafkatap.dissect.packets import tcp
+from kafkatap.dissect.streams.driver import run_streams
 from tests.pcaputil import RecordingSink, ether, ipv4, write_pcap
 
 GOLDEN = bytes.fromhex(

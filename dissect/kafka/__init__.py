@@ -1,0 +1,1 @@
+"""The Kafka layer: which streams are Kafka, their frames, decoded messages paired by correlation id."""

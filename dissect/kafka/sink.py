@@ -1,0 +1,158 @@
+"""The dissector's StreamSink: TCP byte streams in, Kafka messages out (to `Messages`).
+
+Per connection it decides whether the stream is Kafka (a configured port, or request-shaped first bytes) and which
+side is the client (`classify`, holding the first bytes meanwhile), frames each direction (`framing`, its skips
+booked and reported by `skips`) and hands the frames to the request/response `exchange`. Every byte a direction
+delivers lands in the connection's byte `account`, closed into `streams` when the connection ends.
+"""
+
+from __future__ import annotations
+
+from kafkatap.dissect.kafka.classify import PROBE_LIMIT, classify
+from kafkatap.dissect.kafka.exchange import Exchange
+from kafkatap.dissect.kafka.framing import Framer
+from kafkatap.dissect.kafka.messages import Messages
+from kafkatap.dissect.kafka.skips import Skips
+from kafkatap.dissect.kafka.state import DIRECTIONS, REQUEST, RESPONSE, ConnState, endpoint
+from kafkatap.dissect.kafka.topics import TopicNames
+from kafkatap.dissect.streams.reassembly import Conn, Where
+
+
+class Sink:
+    """Implements streams.reassembly.StreamSink."""
+
+    def __init__(self, out: Messages, topics: TopicNames, ports: set[int], part: tuple[int, int] = (0, 1)) -> None:
+        self.part, self.parts = part  # this sink handles the connections whose key hashes to `part` of `parts`
+        self.ports = ports
+        self.out = out
+        self.exchange = Exchange(out, topics)
+        self.streams: list[dict] = []  # byte account of every closed Kafka stream
+        self.connections = {"kafka": 0, "tls": 0, "not_kafka": 0}
+        self.warnings: list[str] = []
+
+    def on_open(self, conn: Conn) -> None:
+        conn.state = ConnState()
+        if self.parts > 1 and self._owner(conn) != self.part:
+            conn.state.kind = "foreign"  # another worker's connection: on_data drops it at once
+
+    def _owner(self, conn: Conn) -> int:
+        return hash(conn.conn_key) % self.parts
+
+    def on_data(self, conn: Conn, side: int, ts_us: int, data: bytes, where: Where) -> bool:
+        st: ConnState = conn.state
+        kind = st.kind
+        if kind == "kafka":
+            self._feed(st, side, ts_us, data, where)
+            return True
+        if kind == "ignored" or kind == "foreign":
+            return False
+        if kind == "tls":
+            direction = REQUEST if side == st.client_side else RESPONSE
+            st.account.seen(direction, len(data))
+            st.account.skipped(direction, "tls", len(data))
+            return True
+        st.probe.append((side, ts_us, data, where))
+        st.probe_bytes += len(data)
+        verdict, st.client_side = classify(conn, st.probe, self.ports)
+        if verdict == "probe":
+            if st.probe_bytes <= PROBE_LIMIT:
+                return True
+            verdict = "ignored"
+        return self._start(conn, st, verdict)
+
+    def on_gap(self, conn: Conn, side: int, ts_us: int, nbytes: int, where: Where) -> None:
+        st: ConnState = conn.state
+        if st is None or st.kind != "kafka":
+            if st is not None and st.kind == "probe":
+                st.probe.append((side, ts_us, nbytes, where))
+            return
+        direction = REQUEST if side == st.client_side else RESPONSE
+        st.account.lost(direction, nbytes)
+        st.skips[direction].flush()
+        self.out.anomaly("gap", f"{nbytes} bytes missing from the capture", where, st.conn_id, direction,
+                         st.framers[side].offset, nbytes)
+        st.framers[side].gap(nbytes, where)
+
+    def on_close(self, conn: Conn, ts_us: int, reason: str, where: Where) -> None:
+        """`where` is the packet that closed the connection (FIN, RST), or the last one read when the capture ended
+        or the connection idled out: what is still held is reported there."""
+        st: ConnState = conn.state
+        if st is None or st.kind == "foreign":
+            return
+        if st.kind == "probe":
+            verdict, st.client_side = classify(conn, st.probe, self.ports, final=True)
+            self._start(conn, st, verdict)
+        if st.kind == "kafka":
+            self._close_kafka(st, where)
+        elif st.kind == "tls":
+            nbytes = st.account.total("tls")
+            self.out.anomaly("tls", f"TLS on a Kafka port: {nbytes} bytes not decoded", where, st.conn_id,
+                             None, None, nbytes)
+            self._close_stream(st)
+        conn.state = None
+
+    def on_anomaly(self, kind: str, detail: str, where: Where, nbytes: int, conn: Conn | None,
+                   side: int | None) -> None:
+        if self.parts > 1 and (self._owner(conn) if conn is not None else 0) != self.part:
+            return  # reported by the worker owning the connection (file-level problems: by worker 0)
+        st = conn.state if conn is not None else None
+        direction = None
+        if st is not None and st.client_side is not None and side is not None:
+            direction = REQUEST if side == st.client_side else RESPONSE
+        if kind == "bad_capture_file":
+            self.warnings.append(detail)
+        self.out.anomaly(kind, detail, where, st.conn_id if st is not None else None, direction, None, nbytes)
+
+    def _start(self, conn: Conn, st: ConnState, verdict: str) -> bool:
+        """Leave the probe state; replay what was held."""
+        probe, st.probe, st.probe_bytes = st.probe, [], 0
+        if verdict == "ignored":
+            st.kind = "ignored"
+            self.connections["not_kafka"] += 1
+            return False
+        client = st.client_side
+        addr = conn.addr
+        st.client_addr, st.broker_addr = endpoint(addr[client]), endpoint(addr[1 - client])
+        st.conn_id = f"{st.client_addr}>{st.broker_addr}@{conn.first_ts_us}"
+        st.kind = verdict
+        self.connections[verdict] += 1
+        if verdict == "kafka":
+            st.skips = (Skips(self.out, st.conn_id, st.account, REQUEST),
+                        Skips(self.out, st.conn_id, st.account, RESPONSE))
+            st.framers = [None, None]
+            st.framers[client] = Framer(st.req_sync, st.skips[REQUEST].on_skip)
+            # After a SYN the broker's stream starts on a frame boundary; without one, wait for an awaited response.
+            st.framers[1 - client] = Framer(st.resp_sync, st.skips[RESPONSE].on_skip, synced=conn.syn_seen)
+        for side, ts, data, where in probe:
+            if isinstance(data, int):
+                self.on_gap(conn, side, ts, data, where)
+            else:
+                self.on_data(conn, side, ts, data, where)
+        return True
+
+    def _feed(self, st: ConnState, side: int, ts: int, data: bytes, where: Where) -> None:
+        direction = REQUEST if side == st.client_side else RESPONSE
+        st.account.seen(direction, len(data))
+        frames = st.framers[side].feed(ts, data, where)
+        if frames:
+            st.skips[direction].flush()
+            handle = self.exchange.request if direction == REQUEST else self.exchange.response
+            for ts_f, offset, payload in frames:
+                handle(st, ts_f, offset, payload, where)
+
+    def _close_kafka(self, st: ConnState, where: Where) -> None:
+        """What the framers still hold, requests first (responses pair with them), then what waits unanswered."""
+        for side in (st.client_side, 1 - st.client_side):
+            direction = REQUEST if side == st.client_side else RESPONSE
+            handle = self.exchange.request if direction == REQUEST else self.exchange.response
+            for ts, offset, payload in st.framers[side].close(where):
+                st.skips[direction].flush()
+                handle(st, ts, offset, payload, where)
+            st.skips[direction].flush()
+        self.exchange.close(st, where)
+        self._close_stream(st)
+
+    def _close_stream(self, st: ConnState) -> None:
+        for direction in (REQUEST, RESPONSE):
+            self.streams.append({"conn_id": st.conn_id, "direction": DIRECTIONS[direction],
+                                 **st.account.balance(direction)})

@@ -1,0 +1,52 @@
+"""Bytes a framer skips, booked and reported: each skip is booked in the byte account by reason, and a run of skips
+for one reason over contiguous stream bytes becomes a single anomaly row at the packet where the run began (a resync
+over a megabyte is one row, not one per segment)."""
+
+from __future__ import annotations
+
+from kafkatap.dissect.kafka.account import Account
+from kafkatap.dissect.kafka.messages import Messages
+from kafkatap.dissect.streams.reassembly import Where
+
+SKIP_DETAIL = {
+    "resync": "bytes skipped while searching for the next plausible frame (after a gap, a bad size or mid-stream)",
+    "frame_lost_in_gap": "part of a frame that a capture gap cut: the frame cannot be decoded",
+    "oversize_frame": "a frame larger than the 100 MiB buffering cap, skipped by count",
+    "truncated_frame": "a frame cut short by the end of the connection or capture",
+}
+
+
+class Skips:
+    """One direction of one connection; `on_skip` is its framer's `framing.SkipHandler`."""
+
+    __slots__ = ("out", "conn_id", "account", "direction", "run")
+
+    def __init__(self, out: Messages, conn_id: str, account: Account, direction: int) -> None:
+        self.out = out
+        self.conn_id = conn_id
+        self.account = account
+        self.direction = direction
+        self.run: tuple[str, int, int, Where] | None = None  # (reason, offset, nbytes, where) being coalesced
+
+    def on_skip(self, reason: str, nbytes: int, offset: int, where: Where) -> None:
+        if reason == "bad_length":
+            self.flush()
+            self.out.anomaly("bad_length", "impossible frame size prefix: resynchronising", where, self.conn_id,
+                             self.direction, offset, 0)
+            return
+        self.account.skipped(self.direction, reason, nbytes)
+        run = self.run
+        if run is not None and run[0] == reason and run[1] + run[2] == offset:
+            self.run = (reason, run[1], run[2] + nbytes, run[3])
+            return
+        self.flush()
+        self.run = (reason, offset, nbytes, where)
+
+    def flush(self) -> None:
+        """Report the run being coalesced, if any: call before anything else of this direction is reported."""
+        run = self.run
+        if run is None:
+            return
+        self.run = None
+        reason, offset, nbytes, where = run
+        self.out.anomaly(reason, SKIP_DETAIL.get(reason, reason), where, self.conn_id, self.direction, offset, nbytes)

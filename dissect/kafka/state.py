@@ -1,0 +1,83 @@
+"""Per-connection state of the dissector, and the messages waiting in it."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kafkatap.dissect.kafka.account import Account
+from kafkatap.dissect.kafka.framing import Framer
+from kafkatap.dissect.kafka.orphans import Orphans
+from kafkatap.dissect.kafka.pairing import InFlight
+from kafkatap.dissect.kafka.plausible import RequestSync, ResponseSync
+from kafkatap.dissect.kafka.sasl import SaslTokens
+from kafkatap.dissect.streams.reassembly import Where
+
+if TYPE_CHECKING:
+    from kafkatap.dissect.kafka.skips import Skips
+
+REQUEST, RESPONSE = 0, 1
+DIRECTIONS = ("request", "response")
+
+
+class Request:
+    """A request waiting for its response, with what its row and its response's rows need."""
+
+    __slots__ = ("seq", "ts", "size", "api_key", "api_version", "correlation_id", "client_id", "body", "found",
+                 "error", "known", "produce")
+
+    def __init__(self, seq: int, ts: int, size: int, api_key: int, api_version: int, correlation_id: int) -> None:
+        self.seq = seq
+        self.ts = ts
+        self.size = size
+        self.api_key = api_key
+        self.api_version = api_version
+        self.correlation_id = correlation_id
+        self.client_id: str | None = None
+        self.body: dict | None = None
+        self.found: Any = None
+        self.error: str | None = None
+        self.known = True
+        self.produce: list | None = None  # Produce: (topic, topic_id, partition, batches) awaiting the response
+
+
+class Response:
+    """A decoded (or undecodable) response, paired with its request."""
+
+    __slots__ = ("ts", "size", "body", "found", "error")
+
+    def __init__(self, ts: int, size: int) -> None:
+        self.ts = ts
+        self.size = size
+        self.body: dict | None = None
+        self.found: Any = None
+        self.error: str | None = None
+
+
+class ConnState:
+    """The sink's state for one connection (kept in Conn.state)."""
+
+    __slots__ = ("conn_id", "client_addr", "broker_addr", "client_side", "kind", "framers", "skips", "req_sync",
+                 "resp_sync", "inflight", "orphans", "sasl", "seq", "account", "probe", "probe_bytes")
+
+    def __init__(self) -> None:
+        self.conn_id: str | None = None
+        self.client_addr = self.broker_addr = None
+        self.client_side: int | None = None
+        self.kind = "probe"  # probe -> kafka | tls | ignored
+        self.framers: list[Framer] = []  # by side, once Kafka
+        self.skips: tuple[Skips, Skips] | None = None  # by direction, once Kafka
+        self.req_sync = RequestSync()
+        self.inflight = InFlight()
+        self.resp_sync = ResponseSync(self.inflight.oldest)
+        self.orphans = Orphans()
+        self.sasl = SaslTokens(self.req_sync, self.resp_sync)
+        self.seq = 0
+        self.account = Account()
+        self.probe: list[tuple[int, int, bytes | int, Where]] = []  # (side, ts, data or a gap's size, where)
+        self.probe_bytes = 0
+
+
+def endpoint(addr: tuple) -> str:
+    """`ip:port`, or `[ip]:port` for IPv6."""
+    ip, port = addr
+    return f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"

@@ -1,0 +1,135 @@
+"""Classic pcap files: global header, then records cut into big chunks of whole frames.
+
+One minimal loop finds record boundaries (a record's length is only known from its header); everything else about
+the records of a chunk (timestamps, lengths) is gathered with numpy. A frame may be longer than the snaplen and longer
+than 65,535 bytes (loopback/GSO captures): only the bytes left in the file bound it.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from typing import BinaryIO, Iterator, NamedTuple
+
+import numpy as np
+
+from kafkatap.dissect.packets import gather
+
+CHUNK_SIZE = 32 << 20
+LINKTYPE_MASK = 0x0FFFFFFF  # the upper bits of the link type field carry FCS information
+MAX_FRAME = 64 << 20  # no real frame is this long (GSO/BIG TCP tops out near 512 KB): a longer one is a corrupt header
+
+
+class CaptureFormatError(ValueError):
+    """The file is not a pcap/pcapng capture this reader understands (a user error, reported per file)."""
+
+
+class Chunk(NamedTuple):
+    """Whole frames read from one capture file, as arrays over one buffer."""
+
+    buf: bytes
+    data: np.ndarray  # uint8 view of buf
+    off: np.ndarray  # int64: start of each frame in buf
+    caplen: np.ndarray  # int64: captured bytes of each frame
+    origlen: np.ndarray  # int64: bytes the frame had on the wire
+    ts_us: np.ndarray  # int64: microseconds since the epoch
+    linktype: np.ndarray  # int64: link type of each frame
+    index0: int  # packet index (0-based, in the file) of the first frame
+    nbytes: int  # file bytes this chunk consumed
+
+
+class Anomaly(NamedTuple):
+    """A problem of the file format, kept by the reader until the driver reports it."""
+
+    kind: str
+    detail: str
+    nbytes: int
+    packet_index: int
+
+
+# magic as read from the file -> (byte order, fraction units per microsecond divisor, record header length)
+_MAGICS: dict[bytes, tuple[str, int, int]] = {
+    b"\xd4\xc3\xb2\xa1": ("<", 1, 16),
+    b"\xa1\xb2\xc3\xd4": (">", 1, 16),
+    b"\x4d\x3c\xb2\xa1": ("<", 1000, 16),  # nanosecond resolution
+    b"\xa1\xb2\x3c\x4d": (">", 1000, 16),
+    b"\x34\xcd\xb2\xa1": ("<", 1, 24),  # Kuznetzov's modified pcap: 8 more header bytes per record
+    b"\xa1\xb2\xcd\x34": (">", 1, 24),
+}
+
+
+def is_pcap(magic: bytes) -> bool:
+    return magic[:4] in _MAGICS
+
+
+class PcapReader:
+    """Reads one classic pcap file chunk by chunk; format problems are kept in `anomalies`."""
+
+    def __init__(self, f: BinaryIO, path: str, chunk_size: int = CHUNK_SIZE) -> None:
+        head = f.read(24)
+        if len(head) < 24 or head[:4] not in _MAGICS:
+            raise CaptureFormatError(f"{path}: not a pcap file (magic {head[:4].hex() or 'missing'})")
+        self.endian, self.frac_div, self.rec_len = _MAGICS[head[:4]]
+        self.nano = self.frac_div == 1000
+        _, _, _, _, self.snaplen, network = struct.unpack(self.endian + "HHiIII", head[4:24])
+        self.linktype = network & LINKTYPE_MASK
+        self.path = path
+        self.anomalies: list[Anomaly] = []
+        self._f = f
+        self._size = os.fstat(f.fileno()).st_size
+        self._chunk_size = chunk_size
+
+    def close(self) -> None:
+        self._f.close()
+
+    def chunks(self) -> Iterator[Chunk]:
+        caplen_at = struct.Struct(self.endian + "I").unpack_from
+        hl = self.rec_len
+        file_pos = 24  # file offset of buf[0]
+        buf = b""
+        index = 0
+        need = self._chunk_size
+        while True:
+            data = self._f.read(need)
+            buf = buf + data if buf else data
+            n = len(buf)
+            off = 0
+            offs: list[int] = []
+            append = offs.append
+            end = 0
+            while off + hl <= n:
+                end = off + hl + caplen_at(buf, off + 8)[0]
+                if end > n:
+                    break
+                append(off)
+                off = end
+            if offs:
+                yield self._chunk(buf, offs, index, off)
+                index += len(offs)
+            file_pos += off
+            buf = buf[off:]
+            if not data:
+                break
+            if off + hl <= n and file_pos - off + end > self._size:
+                break  # the record header promises more bytes than the file has: a cut file
+            if off + hl <= n and end - off > MAX_FRAME:
+                self.anomalies.append(Anomaly(
+                    "corrupt_record", f"a record header claims {end - off - hl} bytes; the rest of the file is skipped",
+                    self._size - file_pos, index))
+                file_pos = self._size
+                break
+            need = max(self._chunk_size, end - n)
+        left = self._size - file_pos
+        if left > 0:
+            self.anomalies.append(Anomaly(
+                "truncated_file", f"{left} bytes at the end of the file do not form a whole record", left, index))
+
+    def _chunk(self, buf: bytes, offs: list[int], index: int, nbytes: int) -> Chunk:
+        data = np.frombuffer(buf, np.uint8)
+        o = np.array(offs, np.int64)
+        u32 = gather.le32 if self.endian == "<" else gather.be32
+        ts_us = u32(data, o) * 1_000_000 + u32(data, o + 4) // self.frac_div
+        caplen = u32(data, o + 8)
+        origlen = np.maximum(u32(data, o + 12), caplen)
+        return Chunk(buf, data, o + self.rec_len, caplen, origlen, ts_us,
+                     np.full(len(o), self.linktype, np.int64), index, nbytes)

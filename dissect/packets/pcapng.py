@@ -1,0 +1,195 @@
+"""pcapng files: sections (either byte order), interfaces (link type, if_tsresol, if_tsoffset) and packet blocks.
+
+Packet blocks (EPB, SPB and the obsolete OPB) are located with one minimal loop per chunk; timestamps are converted
+to microseconds with numpy per interface. Other block types (name resolution, statistics, custom, ...) are skipped:
+they carry no packet bytes.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from typing import BinaryIO, Iterator, NamedTuple
+
+import numpy as np
+
+from kafkatap.dissect.packets.pcap import CHUNK_SIZE, MAX_FRAME, Anomaly, CaptureFormatError, Chunk
+
+SHB = 0x0A0D0D0A
+IDB, OPB, SPB, EPB = 1, 2, 3, 6
+_BOM = {b"\x4d\x3c\x2b\x1a": "<", b"\x1a\x2b\x3c\x4d": ">"}
+OPT_TSRESOL, OPT_TSOFFSET = 9, 14
+
+
+def is_pcapng(magic: bytes) -> bool:
+    return magic[:4] == b"\x0a\x0d\x0d\x0a"
+
+
+class Interface(NamedTuple):
+    linktype: int
+    tsresol: int  # the if_tsresol byte: 10**-n, or 2**-n when the top bit is set
+    tsoffset: int  # seconds added to every timestamp
+
+
+def parse_idb(body: bytes, endian: str) -> Interface:
+    """The body of an Interface Description Block (after type and length, before the trailing length)."""
+    linktype, _, _ = struct.unpack_from(endian + "HHI", body, 0)
+    tsresol, tsoffset = 6, 0
+    pos = 8
+    while pos + 4 <= len(body):
+        code, length = struct.unpack_from(endian + "HH", body, pos)
+        value = body[pos + 4:pos + 4 + length]
+        if code == 0:
+            break
+        if code == OPT_TSRESOL and length >= 1:
+            tsresol = value[0]
+        elif code == OPT_TSOFFSET and length >= 8:
+            tsoffset = struct.unpack(endian + "q", value[:8])[0]
+        pos += 4 + (length + 3) // 4 * 4
+    return Interface(linktype, tsresol, tsoffset)
+
+
+def to_us(ts: np.ndarray, iface: Interface) -> np.ndarray:
+    """Raw 64-bit timestamps (uint64) of one interface -> int64 microseconds since the epoch."""
+    k = iface.tsresol & 0x7F
+    if iface.tsresol & 0x80:
+        k = min(k, 43)  # 2**43 * 10**6 still fits in 64 bits
+        mask = np.uint64((1 << k) - 1)
+        us = (ts >> np.uint64(k)) * np.uint64(1_000_000) + ((ts & mask) * np.uint64(1_000_000) >> np.uint64(k))
+    elif k <= 6:
+        us = ts * np.uint64(10 ** (6 - k))
+    else:
+        us = ts // np.uint64(10 ** (k - 6))
+    return us.astype(np.int64) + iface.tsoffset * 1_000_000
+
+
+class PcapngReader:
+    """Reads one pcapng file chunk by chunk; format problems are kept in `anomalies`."""
+
+    def __init__(self, f: BinaryIO, path: str, chunk_size: int = CHUNK_SIZE) -> None:
+        head = f.read(12)
+        if len(head) < 12 or not is_pcapng(head) or head[8:12] not in _BOM:
+            raise CaptureFormatError(f"{path}: not a pcapng file (first block {head[:4].hex() or 'missing'})")
+        f.seek(0)
+        self.path = path
+        self.anomalies: list[Anomaly] = []
+        self.interfaces: list[Interface] = []  # every interface of every section, in file order
+        self._f = f
+        self._size = os.fstat(f.fileno()).st_size
+        self._chunk_size = chunk_size
+
+    def close(self) -> None:
+        self._f.close()
+
+    def chunks(self) -> Iterator[Chunk]:
+        endian = "<"
+        section_base = 0  # index in self.interfaces of this section's interface 0
+        file_pos = 0
+        buf = b""
+        index = 0
+        need = self._chunk_size
+        while True:
+            data = self._f.read(need)
+            buf = buf + data if buf else data
+            n = len(buf)
+            hdr, epb = struct.Struct(endian + "II").unpack_from, struct.Struct(endian + "IIIII").unpack_from
+            off = 0
+            end = 0
+            offs: list[int] = []
+            caplens: list[int] = []
+            origlens: list[int] = []
+            ifaces: list[int] = []
+            stamps: list[int] = []  # raw 64-bit timestamps
+            untimed: list[int] = []  # positions (in this chunk) of simple packet blocks, which have no timestamp
+            stop = False
+            while off + 12 <= n:
+                btype, blen = hdr(buf, off)
+                if btype == SHB:
+                    endian = _BOM.get(buf[off + 8:off + 12], "")
+                    if not endian:
+                        stop = self._corrupt(file_pos + off, "a section header with an unknown byte-order magic", index)
+                        break
+                    hdr, epb = struct.Struct(endian + "II").unpack_from, struct.Struct(endian + "IIIII").unpack_from
+                    blen = hdr(buf, off)[1]
+                if blen < 12 or blen % 4 or blen > MAX_FRAME:
+                    stop = self._corrupt(file_pos + off, f"a block (type {btype:#x}) with length {blen}", index)
+                    break
+                end = off + blen
+                if end > n:
+                    break
+                if btype == EPB or btype == OPB:
+                    if btype == EPB:
+                        if_id, hi, lo, cl, ol = epb(buf, off + 8)
+                    else:
+                        if_id, _, hi, lo, cl, ol = struct.unpack_from(endian + "HHIIII", buf, off + 8)
+                    if cl > blen - 32 or section_base + if_id >= len(self.interfaces):
+                        self._bad_block(btype, blen, index, f"caplen {cl}, interface {if_id}")
+                    else:
+                        offs.append(off + 28)
+                        caplens.append(cl)
+                        origlens.append(max(ol, cl))
+                        ifaces.append(section_base + if_id)
+                        stamps.append(hi << 32 | lo)
+                        index += 1
+                elif btype == SPB:
+                    ol = struct.unpack_from(endian + "I", buf, off + 8)[0]
+                    if section_base >= len(self.interfaces):
+                        self._bad_block(btype, blen, index, "no interface in this section")
+                    else:
+                        offs.append(off + 12)
+                        caplens.append(min(ol, blen - 16))
+                        origlens.append(ol)
+                        ifaces.append(section_base)
+                        untimed.append(len(stamps))
+                        stamps.append(0)
+                        index += 1
+                elif btype == IDB:
+                    if blen < 20:
+                        self._bad_block(btype, blen, index, "interface block too short; its link type is unknown")
+                        self.interfaces.append(Interface(-1, 6, 0))
+                    else:
+                        self.interfaces.append(parse_idb(buf[off + 8:end - 4], endian))
+                elif btype == SHB:
+                    section_base = len(self.interfaces)
+                off = end
+            if offs:
+                yield self._chunk(buf, offs, caplens, origlens, ifaces, stamps, untimed, index - len(offs), off)
+            file_pos += off
+            buf = buf[off:]
+            if stop:
+                file_pos = self._size
+                break
+            if not data or (off + 12 <= n and file_pos - off + end > self._size):
+                break
+            need = max(self._chunk_size, end - n)
+        left = self._size - file_pos
+        if left > 0:
+            self.anomalies.append(Anomaly(
+                "truncated_file", f"{left} bytes at the end of the file do not form a whole block", left, index))
+
+    def _corrupt(self, at: int, what: str, index: int) -> bool:
+        left = self._size - at
+        self.anomalies.append(Anomaly("corrupt_block", f"{what} at file offset {at}; the rest of the file "
+                                      "is skipped", left, index))
+        return True
+
+    def _bad_block(self, btype: int, blen: int, index: int, what: str) -> None:
+        self.anomalies.append(Anomaly("corrupt_block", f"block type {btype} skipped: {what}", blen, index))
+
+    def _chunk(self, buf: bytes, offs: list[int], caplens: list[int], origlens: list[int], ifaces: list[int],
+               stamps: list[int], untimed: list[int], index: int, nbytes: int) -> Chunk:
+        iface = np.array(ifaces, np.int64)
+        raw = np.array(stamps, np.uint64)
+        ts_us = np.zeros(len(iface), np.int64)
+        linktype = np.zeros(len(iface), np.int64)
+        for i in np.unique(iface).tolist():
+            sel = iface == i
+            linktype[sel] = self.interfaces[i].linktype
+            ts_us[sel] = to_us(raw[sel], self.interfaces[i])
+        if untimed:  # a simple packet block takes the time of the packet before it
+            has_ts = np.ones(len(iface), bool)
+            has_ts[untimed] = False
+            last = np.maximum.accumulate(np.where(has_ts, np.arange(len(iface)), -1))
+            ts_us = np.where(last >= 0, ts_us[np.maximum(last, 0)], 0)
+        return Chunk(buf, np.frombuffer(buf, np.uint8), np.array(offs, np.int64), np.array(caplens, np.int64),
+                     np.array(origlens, np.int64), ts_us, linktype, index, nbytes)

@@ -1,0 +1,300 @@
+"""The stream layer's driver: capture files in, ordered TCP byte streams out (to a StreamSink).
+
+Each chunk of frames is parsed with numpy down to the TCP header; Python runs once per TCP segment that carries
+payload or SYN/FIN/RST, plus a slower path for IP fragments and IPv6 extension headers. Pure ACKs stay in numpy,
+except while some stream has a hole: then they go to the reassembler too, whose ACK numbers tell a hole the capture
+missed (the receiver acknowledged it) from one a retransmission will still fill.
+Every frame that does not reach the reassembler is counted by reason in `PacketStats.skipped_bytes`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from kafkatap.dissect.packets import ip, link, tcp
+from kafkatap.dissect.packets.files import first_ts_us, open_capture
+from kafkatap.dissect.packets.pcap import CHUNK_SIZE, CaptureFormatError, Chunk, PcapReader
+from kafkatap.dissect.packets.pcapng import PcapngReader
+from kafkatap.dissect.streams.reassembly import Conn, Reassembler, StreamSink, Where
+
+
+@dataclass
+class PacketStats:
+    packets: int = 0
+    bytes: int = 0  # captured frame bytes
+    tcp_packets: int = 0
+    non_tcp_packets: int = 0
+    files: int = 0  # capture files read (files that are not captures are anomalies instead)
+    first_ts_us: int | None = None
+    last_ts_us: int | None = None
+    connections: int = 0  # connections that carried payload (the ones the sink saw)
+    payload_bytes: int = 0  # stream bytes delivered with on_data
+    gap_bytes: int = 0  # stream bytes reported lost with on_gap
+    anomalies: dict[str, int] = field(default_factory=dict)  # kind -> occurrences
+    anomaly_bytes: dict[str, int] = field(default_factory=dict)  # kind -> bytes they cost
+    skipped_bytes: dict[str, int] = field(default_factory=dict)  # reason -> bytes not delivered as stream data
+
+
+def run_streams(paths: Iterable[str], sink: StreamSink, *, progress: Callable[[int], None] | None = None,
+                ordered: bool = False, chunk_size: int = CHUNK_SIZE, **limits: int) -> PacketStats:
+    """Reassemble every TCP connection of the capture files (one capture, in order of their first packet).
+
+    ordered=True: the files come already in time order, possibly one at a time from a live capture's ring, so
+    each is read as soon as the iterable yields it (connections carry on across files) and the iterable is asked
+    for the next one only after the previous file has been read to its end.
+    progress(n) is called after each chunk with the number of file bytes consumed since the previous call.
+    limits are passed to the Reassembler (max_buffer, max_total, idle_timeout_us, linger_us)."""
+    return _Driver(sink, progress, chunk_size, limits).run(paths, ordered)
+
+
+class _Driver:
+    def __init__(self, sink: StreamSink, progress: Callable[[int], None] | None, chunk_size: int,
+                 limits: dict[str, int]) -> None:
+        self.sink = sink
+        self.progress = progress
+        self.chunk_size = chunk_size
+        self.stats = PacketStats()
+        self.reasm = Reassembler(sink, self.report, self.stats.skipped_bytes, **limits)
+        self.frags = ip.Fragments()
+        self.file = ""
+        self.index = 0
+        self.unknown_links: set[int] = set()  # link types already reported for the current file
+
+    def report(self, kind: str, detail: str, where: Where, nbytes: int, conn: Conn | None = None,
+               side: int | None = None) -> None:
+        s = self.stats
+        s.anomalies[kind] = s.anomalies.get(kind, 0) + 1
+        s.anomaly_bytes[kind] = s.anomaly_bytes.get(kind, 0) + nbytes
+        self.sink.on_anomaly(kind, detail, where, nbytes, conn, side)
+
+    def skip(self, reason: str, nbytes: int) -> None:
+        if nbytes:
+            self.stats.skipped_bytes[reason] = self.stats.skipped_bytes.get(reason, 0) + nbytes
+
+    def run(self, paths: Iterable[str], ordered: bool) -> PacketStats:
+        for path in paths if ordered else self.by_first_packet(paths):
+            try:
+                reader = open_capture(path, self.chunk_size)
+            except (CaptureFormatError, OSError) as e:
+                self.bad_file(path, e)
+                continue
+            self.read_file(path, reader)
+        self.reasm.finish(self.index)
+        self.frags.flush()
+        self.fragment_anomalies()
+        s, r = self.stats, self.reasm
+        s.connections, s.payload_bytes, s.gap_bytes = r.connections, r.payload_bytes, r.gap_bytes
+        return s
+
+    def by_first_packet(self, paths: Iterable[str]) -> list[str]:
+        """The readable files in order of their first packet (files without packets last)."""
+        order = []
+        for n, path in enumerate(paths):
+            try:
+                ts = first_ts_us(path)
+            except (CaptureFormatError, OSError) as e:
+                self.bad_file(path, e)
+                continue
+            order.append((ts if ts is not None else 1 << 62, n, path))
+        return [path for _, _, path in sorted(order)]
+
+    def bad_file(self, path: str, error: Exception) -> None:
+        size = os.path.getsize(path) if os.path.isfile(path) else 0
+        self.report("bad_capture_file", str(error), Where(path, None, None), size)
+        self.skip("bad_capture_file", size)
+
+    def read_file(self, path: str, reader: PcapReader | PcapngReader) -> None:
+        self.file = self.reasm.file = path
+        self.stats.files += 1
+        self.unknown_links.clear()
+        size = os.path.getsize(path)  # now, while it is open: a live ring may delete it once read
+        consumed = 0
+        try:
+            for chunk in reader.chunks():
+                self.chunk(chunk)
+                self.file_anomalies(reader)
+                consumed += chunk.nbytes
+                if self.progress:
+                    self.progress(chunk.nbytes)
+                now = self.stats.last_ts_us
+                self.frags.expire(now)
+                self.fragment_anomalies()
+                self.reasm.sweep(now, self.index)
+            self.file_anomalies(reader)
+        finally:
+            reader.close()
+        if self.progress:
+            self.progress(size - consumed)
+
+    def file_anomalies(self, reader: PcapReader | PcapngReader) -> None:
+        for a in reader.anomalies:
+            self.report(a.kind, a.detail, Where(self.file, a.packet_index, self.stats.last_ts_us), a.nbytes)
+            self.skip(a.kind, a.nbytes)
+        reader.anomalies.clear()
+
+    def fragment_anomalies(self) -> None:
+        for reason, nbytes in self.frags.dropped:
+            self.report(reason, f"an IP datagram of which {nbytes} bytes of fragments arrived was never completed",
+                        Where(self.file, self.index, self.stats.last_ts_us), nbytes)
+            self.skip(reason, nbytes)
+        self.frags.dropped.clear()
+
+    def chunk(self, c: Chunk) -> None:
+        s = self.stats
+        n = len(c.off)
+        s.packets += n
+        s.bytes += int(c.caplen.sum())
+        if s.first_ts_us is None:
+            s.first_ts_us = int(c.ts_us[0])
+        s.last_ts_us = max(s.last_ts_us or 0, int(c.ts_us.max()))
+        self.index = c.index0 + n
+        cap_end = c.off + c.caplen
+        snapped = c.caplen < c.origlen
+        cut = np.flatnonzero(snapped)
+        for i, ts, wire, cap in zip(cut.tolist(), c.ts_us[cut].tolist(), c.origlen[cut].tolist(),
+                                    c.caplen[cut].tolist()):
+            self.report("snapped_packet", f"{wire - cap} of {wire} bytes not captured (snaplen)",
+                        Where(self.file, c.index0 + i, ts), wire - cap)
+            self.skip("snapped_packet", wire - cap)
+        l3, version, lstatus = self.link(c)
+        self.skip("not_ip", int(c.caplen[lstatus == link.NOT_IP].sum()))
+        self.bad(c, np.arange(n), lstatus == link.SHORT, "bad_link_header", snapped)
+        ipi = np.flatnonzero(lstatus == link.OK)
+        f = ip.parse_ip(c.data, l3[ipi], cap_end[ipi], c.off[ipi] + c.origlen[ipi], version[ipi])
+        self.bad(c, ipi, f.status == ip.BAD, "bad_ip_header", snapped)
+        self.bad(c, ipi, f.status == ip.SHORT, "bad_ip_header", snapped)
+        self.skip("not_tcp", int(c.caplen[ipi[f.status == ip.NOT_TCP]].sum()))
+        tcp_mask = f.status == ip.OK_TCP
+        slow = ipi[f.status == ip.SLOW]
+        s.tcp_packets += int(tcp_mask.sum()) + len(slow)
+        s.non_tcp_packets += n - int(tcp_mask.sum()) - len(slow)
+        ti = ipi[tcp_mask]
+        t = tcp.parse_tcp(c.data, f.l4[tcp_mask], f.l4end[tcp_mask])
+        self.bad(c, ti, t.status == tcp.BAD, "bad_tcp_header", snapped)
+        self.bad(c, ti, t.status == tcp.SHORT, "bad_tcp_header", snapped)
+        missing = f.missing[tcp_mask]
+        ok = t.status == tcp.OK
+        useful = (t.payload_len > 0) | (missing > 0) | (t.flags & (tcp.SYN | tcp.FIN | tcp.RST) != 0)
+        src_hi, src_lo, dst_hi, dst_lo = f.src_hi[tcp_mask], f.src_lo[tcp_mask], f.dst_hi[tcp_mask], f.dst_lo[tcp_mask]
+        ports = t.sport << 16 | t.dport
+
+        def columns(m: np.ndarray) -> list[np.ndarray]:
+            return [ti[m], c.ts_us[ti[m]], src_hi[m], src_lo[m], dst_hi[m], dst_lo[m], ports[m], t.seq[m], t.ack[m],
+                    t.flags[m]]
+
+        keep = ok & useful
+        cols = columns(keep) + [t.payload[keep], t.payload_len[keep], missing[keep]]
+        acks = _PureAcks(self.reasm.segment, c.index0, columns(ok & ~useful & (t.flags & tcp.ACK != 0)))
+        if len(slow):
+            self.segments_mixed(c, cols, slow, l3, cap_end, acks)
+        else:
+            self.segments(c, cols, acks)
+
+    def link(self, c: Chunk) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        types = np.unique(c.linktype).tolist()
+        if len(types) == 1 and types[0] in link.SUPPORTED:
+            return link.network_layer(c.data, c.off, c.caplen, types[0])
+        n = len(c.off)
+        l3, version, status = np.zeros(n, np.int64), np.zeros(n, np.int64), np.full(n, -1, np.int64)
+        for lt in types:
+            sel = c.linktype == lt
+            if lt not in link.SUPPORTED:
+                nbytes = int(c.caplen[sel].sum())
+                self.skip("unknown_link_type", nbytes)
+                if lt not in self.unknown_links:
+                    self.unknown_links.add(lt)
+                    i = int(np.flatnonzero(sel)[0])
+                    self.report("unknown_link_type", f"link type {lt} is not supported; its packets are skipped",
+                                Where(self.file, c.index0 + i, int(c.ts_us[i])), nbytes)
+                continue
+            l3[sel], version[sel], status[sel] = link.network_layer(c.data, c.off[sel], c.caplen[sel], lt)
+        return l3, version, status
+
+    def bad(self, c: Chunk, idx: np.ndarray, mask: np.ndarray, kind: str, snapped: np.ndarray) -> None:
+        """Frames whose link, IP or TCP header is unusable: an anomaly each, unless the snaplen cut it (already one)."""
+        for i in idx[mask].tolist():
+            nbytes = int(c.caplen[i])
+            self.skip("snapped_headers" if snapped[i] else kind, nbytes)
+            if not snapped[i]:
+                self.report(kind, f"{kind.replace('_', ' ')} in a frame of {nbytes} bytes",
+                            Where(self.file, c.index0 + i, int(c.ts_us[i])), nbytes)
+
+    def segments(self, c: Chunk, cols: list[np.ndarray], acks: _PureAcks) -> None:
+        buf, reasm, segment, index0 = c.buf, self.reasm, self.reasm.segment, c.index0
+        last = -1
+        for i, ts, shi, slo, dhi, dlo, ports, seq, ack, flags, po, pl, miss in zip(*(col.tolist() for col in cols)):
+            if reasm.pending_total:
+                acks.feed(last, i)
+            segment(index0 + i, ts, (shi, slo, dhi, dlo, ports), seq, ack, flags, buf[po:po + pl], miss)
+            last = i
+        if reasm.pending_total:
+            acks.feed(last, len(c.off))
+
+    def segments_mixed(self, c: Chunk, cols: list[np.ndarray], slow: np.ndarray, l3: np.ndarray,
+                       cap_end: np.ndarray, acks: _PureAcks) -> None:
+        """Fast-path segments merged in packet order with the ones of fragments and IPv6 extension headers."""
+        buf = c.buf
+        items = [(i, ts, (shi, slo, dhi, dlo, ports), seq, ack, flags, buf[po:po + pl], miss)
+                 for i, ts, shi, slo, dhi, dlo, ports, seq, ack, flags, po, pl, miss
+                 in zip(*(col.tolist() for col in cols))]
+        for i in slow.tolist():
+            ts = int(c.ts_us[i])
+            r = ip.parse_slow(buf, int(l3[i]), int(cap_end[i]), int(c.off[i] + c.origlen[i]), ts, self.frags)
+            if r.status == ip.NOT_TCP:
+                self.skip("not_tcp", int(c.caplen[i]))
+                self.stats.tcp_packets -= 1
+                self.stats.non_tcp_packets += 1
+            elif r.status == ip.BAD:
+                self.report("bad_ip_header", "unusable IPv6 extension headers", Where(self.file, c.index0 + i, ts),
+                            int(c.caplen[i]))
+                self.skip("bad_ip_header", int(c.caplen[i]))
+            elif r.status == ip.SHORT:
+                self.skip("snapped_headers", int(c.caplen[i]))
+            if r.status != ip.OK_TCP:
+                continue
+            hdr = tcp.parse_segment(r.segment)
+            if hdr is None:
+                self.report("bad_tcp_header", "unusable TCP header after IP reassembly",
+                            Where(self.file, c.index0 + i, ts), len(r.segment))
+                self.skip("bad_tcp_header", len(r.segment))
+                continue
+            sport, dport, seq, ack, flags, hlen = hdr
+            items.append((i, ts, (r.src_hi, r.src_lo, r.dst_hi, r.dst_lo, sport << 16 | dport), seq, ack, flags,
+                          r.segment[hlen:], r.missing))
+        items.sort(key=lambda item: item[0])
+        reasm, last = self.reasm, -1
+        for i, ts, key, seq, ack, flags, payload, miss in items:
+            if reasm.pending_total:
+                acks.feed(last, i)
+            reasm.segment(c.index0 + i, ts, key, seq, ack, flags, payload, miss)
+            last = i
+        if reasm.pending_total:
+            acks.feed(last, len(c.off))
+
+
+class _PureAcks:
+    """The pure ACKs of a chunk, fed to the reassembler only between the segments during which some stream has a
+    hole: otherwise an ACK cannot change anything, and skipping it keeps those packets out of Python."""
+
+    def __init__(self, segment: Callable, index0: int, cols: list[np.ndarray]) -> None:
+        self.segment = segment
+        self.index0 = index0
+        self.cols = cols
+        self.lists: list[list] | None = None
+
+    def feed(self, after: int, before: int) -> None:
+        """The ACKs with chunk positions strictly between after and before."""
+        a = int(np.searchsorted(self.cols[0], after, "right"))
+        b = int(np.searchsorted(self.cols[0], before, "left"))
+        if a >= b:
+            return
+        if self.lists is None:
+            self.lists = [col.tolist() for col in self.cols]
+        i, ts, shi, slo, dhi, dlo, ports, seq, ack, flags = self.lists
+        for r in range(a, b):
+            self.segment(self.index0 + i[r], ts[r], (shi[r], slo[r], dhi[r], dlo[r], ports[r]), seq[r], ack[r],
+                         flags[r], b"", 0)

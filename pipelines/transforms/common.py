@@ -1,0 +1,75 @@
+"""Kafka protocol facts the transforms share: api keys by role, fencing errors, group kinds."""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from kafkatap.pipelines.storage import client_host
+
+PRODUCE, FETCH, OFFSET_COMMIT, OFFSET_FETCH = 0, 1, 8, 9
+JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 11, 12, 13, 14
+INIT_PRODUCER_ID, ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN, TXN_OFFSET_COMMIT = 22, 24, 25, 26, 28
+CONSUMER_GROUP_HEARTBEAT, SHARE_GROUP_HEARTBEAT, SHARE_FETCH, SHARE_ACKNOWLEDGE = 68, 76, 78, 79
+
+SHARE_GROUP_APIS = [SHARE_GROUP_HEARTBEAT, SHARE_FETCH, SHARE_ACKNOWLEDGE]
+
+MEMBER_FENCING = ["FENCED_MEMBER_EPOCH", "STALE_MEMBER_EPOCH", "UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION",
+                  "FENCED_INSTANCE_ID"]
+PRODUCER_FENCING = ["PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH", "TRANSACTION_COORDINATOR_FENCED"]
+SHARE_SESSION_FENCING = ["INVALID_SHARE_SESSION_EPOCH"]
+LEADER_FENCING = ["FENCED_LEADER_EPOCH"]
+FENCING_ERRORS = MEMBER_FENCING + PRODUCER_FENCING + SHARE_SESSION_FENCING + LEADER_FENCING
+
+
+ISO = "yyyy-MM-dd'T'HH:mm:ss.SSSSSS'Z'"
+"""Timestamps as text in the report (evidence strings, summary.json): UTC, microseconds."""
+
+
+def response_source(api_name: Column, at: Column | None = None) -> Column:
+    """Which response a piece of evidence came from, `<api> response corr=<id> conn=<conn_id>[ at <ts>]`: the form
+    of the report's `current_epoch_source`."""
+    parts = [api_name, F.lit(" response corr="), F.col("correlation_id").cast("string"), F.lit(" conn="),
+             F.col("conn_id")]
+    if at is not None:
+        parts += [F.lit(" at "), F.date_format(at, ISO)]
+    return F.concat(*parts)
+
+
+def with_client_host(df: DataFrame) -> DataFrame:
+    return df.withColumn("client_host", client_host(F.col("client_addr")))
+
+
+def response_str(path: str) -> Column:
+    return F.get_json_object(F.col("response_json"), path)
+
+
+def request_str(path: str) -> Column:
+    return F.get_json_object(F.col("request_json"), path)
+
+
+def group_kinds(frames: DataFrame) -> DataFrame:
+    """(group_id, kind): a group is `consumer_group` if any ConsumerGroupHeartbeat names it, `share_group` for share
+    apis, else `classic_group` (JoinGroup / OffsetCommit-only groups)."""
+    rank = (F.when(F.col("api_key") == CONSUMER_GROUP_HEARTBEAT, 3)
+            .when(F.col("api_key").isin(SHARE_GROUP_APIS), 2)
+            .otherwise(1))
+    return (frames.where(F.col("group_id").isNotNull() & (F.col("group_id") != ""))
+            .groupBy("group_id").agg(F.max(rank).alias("rank"))
+            .select("group_id", F.element_at(F.array(F.lit("classic_group"), F.lit("share_group"),
+                                                     F.lit("consumer_group")), F.col("rank")).alias("kind")))
+
+
+def capture_bounds(frames: DataFrame) -> DataFrame:
+    """One row: (capture_start, capture_end) over every request and response time."""
+    return frames.agg(F.min(F.least("ts_request", "ts_response")).alias("capture_start"),
+                      F.max(F.greatest("ts_request", "ts_response")).alias("capture_end"))
+
+
+def is_ok(error_code: Column) -> Column:
+    """Responses that succeeded: error code 0 (null means no response, which is not a success)."""
+    return F.coalesce(error_code == 0, F.lit(False))
+
+
+def nonempty(col: Column) -> Column:
+    return F.when(col != "", col)

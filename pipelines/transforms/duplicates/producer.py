@@ -1,0 +1,78 @@
+"""Producer duplicates: one batch appended at two offsets (idempotent producers prove it with their sequence
+numbers) or, for non-idempotent producers, the same records re-sent within the retry window."""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from kafkatap.pipelines.transforms.duplicates.segments import OUTPUT, not_consumer
+
+# A non-idempotent producer's retry re-sends the same batch within its delivery timeout (120 s by default).
+RETRY_WINDOW_S = 120
+
+
+def producer_duplicates(batches: DataFrame, records: DataFrame | None) -> DataFrame:
+    """Idempotent producers: the same (producer id, epoch, base sequence) appended at two offsets. Non-idempotent
+    ones (with `records/`): the same batch content re-sent within the retry window, flagged as possible."""
+    produced = batches.where((F.col("direction") == "produce") & ~F.col("is_control"))
+    key = ["producer_id", "producer_epoch", "base_sequence", "topic", "partition"]
+    appends = (produced.where((F.col("producer_id") >= 0) & (F.col("assigned_offset") >= 0))
+               .groupBy(*key, "assigned_offset")
+               .agg(F.min_by(F.struct("ts", "conn_id", "client_id", "record_count"), "ts").alias("x"))
+               .select("*", "x.*").drop("x"))
+    order = Window.partitionBy(*key).orderBy("ts", "assigned_offset")
+    everything = order.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
+    proven = (appends.withColumn("n", F.row_number().over(order))
+              .withColumn("deliveries", F.count(F.lit(1)).over(everything))
+              .withColumn("original_offset", F.first("assigned_offset").over(everything))
+              .withColumn("first_delivery_ts", F.first("ts").over(everything))
+              .withColumn("first_conn_id", F.first("conn_id").over(everything))
+              .withColumn("first_client_id", F.first("client_id").over(everything))
+              .where(F.col("n") == 2)
+              .select(*key, "original_offset", "first_delivery_ts", "first_conn_id", "first_client_id",
+                      "deliveries", F.col("assigned_offset").alias("first_offset"),
+                      (F.col("assigned_offset") + F.col("record_count") - 1).alias("last_offset"),
+                      F.col("record_count").cast("long").alias("records"), F.col("ts").alias("redelivery_ts"),
+                      F.col("conn_id").alias("redelivery_conn_id"), F.col("client_id").alias("redelivery_client_id"),
+                      F.lit("retry_appended_twice").alias("cause"), F.lit(False).alias("possible")))
+    result = proven
+    if records is not None:
+        result = result.unionByName(_possible_resends(produced, records))
+    return result.withColumns({
+        "kind": F.lit("producer"), "group_id": F.lit(None).cast("string"),
+        "first_member_id": F.lit(None).cast("string"), "redelivery_member_id": F.lit(None).cast("string"),
+        "delivery_count": F.lit(None).cast("int"), "ack_history": F.lit(None).cast("array<string>"),
+        **not_consumer()}).select(OUTPUT)
+
+
+def _possible_resends(produced: DataFrame, records: DataFrame) -> DataFrame:
+    """Non-idempotent batches whose records hash the same as an earlier batch of the same client and partition,
+    sent in another request within RETRY_WINDOW_S."""
+    batch_key = ["conn_id", "correlation_id", "topic", "partition", "base_offset"]
+    prints = (records.where(F.col("direction") == "produce")
+              .groupBy(*batch_key)
+              .agg(F.xxhash64(F.array_sort(F.collect_list(F.struct(
+                  F.col("offset") - F.col("base_offset"), "key_hash", "value_hash")))).alias("fingerprint")))
+    sent = (produced.where(F.col("producer_id") < 0).join(prints, batch_key, "inner")
+            .withColumn("assigned", F.coalesce("assigned_offset", F.lit(-1))))
+    order = Window.partitionBy("client_id", "topic", "partition", "fingerprint", "record_count").orderBy("ts")
+    everything = order.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
+    return (sent.withColumn("prev_ts", F.lag("ts").over(order))
+            .withColumn("n", F.row_number().over(order))
+            .withColumn("deliveries", F.count(F.lit(1)).over(everything))
+            .withColumn("first_assigned", F.first("assigned").over(everything))
+            .withColumn("first_delivery_ts", F.first("ts").over(everything))
+            .withColumn("first_conn_id", F.first("conn_id").over(everything))
+            .where((F.col("n") == 2)
+                   & (F.unix_micros("ts") - F.unix_micros("prev_ts") <= RETRY_WINDOW_S * 1_000_000))
+            .select(F.col("producer_id").cast("long"), F.col("producer_epoch").cast("int"),
+                    F.col("base_sequence").cast("int"), "topic", "partition",
+                    F.when(F.col("first_assigned") >= 0, F.col("first_assigned")).alias("original_offset"),
+                    "first_delivery_ts", "first_conn_id", F.col("client_id").alias("first_client_id"),
+                    F.col("deliveries").cast("long"),
+                    F.when(F.col("assigned") >= 0, F.col("assigned")).alias("first_offset"),
+                    F.when(F.col("assigned") >= 0, F.col("assigned") + F.col("record_count") - 1).alias("last_offset"),
+                    F.col("record_count").cast("long").alias("records"), F.col("ts").alias("redelivery_ts"),
+                    F.col("conn_id").alias("redelivery_conn_id"), F.col("client_id").alias("redelivery_client_id"),
+                    F.lit("possible_retry").alias("cause"), F.lit(True).alias("possible")))

@@ -1,0 +1,63 @@
+"""fenced_epochs: every fencing the broker reported, plus the zombies it did not (inferred from the epochs)."""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from kafkatap.pipelines.transforms.common import (
+    FENCING_ERRORS, MEMBER_FENCING, PRODUCER_FENCING, SHARE_SESSION_FENCING,
+)
+from kafkatap.pipelines.transforms.epochs import handed_epochs, used_epochs, with_current_epoch
+from kafkatap.pipelines.transforms.leader_epochs import leader_fencings
+
+OUTPUT = ["kind", "group_id", "transactional_id", "member_id", "group_instance_id", "producer_id", "client_id",
+          "stale_epoch", "current_epoch", "current_epoch_source", "error_code", "error_name", "api_key", "api_name",
+          "correlation_id", "conn_id", "ts", "inferred", "requests", "topic", "partition"]
+
+
+def _reported(usage: DataFrame) -> Column:
+    """A broker error that fences this kind of party. UNKNOWN_MEMBER_ID only counts after the member held an epoch
+    (before that it is an ordinary join race, not a fencing)."""
+    is_session = F.col("party").startswith("share:")
+    member_error = F.col("error_name").isin(MEMBER_FENCING) & (
+        (F.col("error_name") != "UNKNOWN_MEMBER_ID") | F.col("current_epoch").isNotNull())
+    return (F.when(F.col("kind") == "producer", F.col("error_name").isin(PRODUCER_FENCING))
+            .when(is_session, F.col("error_name").isin(SHARE_SESSION_FENCING))
+            .otherwise(member_error))
+
+
+def _inferred(usage: DataFrame) -> Column:
+    """A request using an epoch older than one already handed to its party, that the broker did not reject as
+    fenced. Producer epochs start at 0, member epochs and generations at 1; share sessions are always checked by the
+    broker, so they are not inferred."""
+    floor = F.when(F.col("kind") == "producer", 0).otherwise(1)
+    return (~F.col("party").startswith("share:") & F.col("current_epoch").isNotNull()
+            & (F.col("epoch") >= floor) & (F.col("epoch") < F.col("current_epoch"))
+            & ~F.coalesce(F.col("error_name").isin(FENCING_ERRORS), F.lit(False)))
+
+
+def _fold(rows: DataFrame) -> DataFrame:
+    """One row per (party, stale epoch, error): the first rejected request, with the count of all of them."""
+    key = ["kind", "party", "stale_epoch", "inferred", F.coalesce(F.col("error_name"), F.lit(""))]
+    ordered = Window.partitionBy(*key).orderBy("ts", "conn_id", "correlation_id")
+    whole = Window.partitionBy(*key)
+    return (rows.withColumn("_n", F.row_number().over(ordered))
+            .withColumn("requests", F.count(F.lit(1)).over(whole))
+            .where(F.col("_n") == 1).drop("_n"))
+
+
+def fenced_epochs(frames: DataFrame, batches: DataFrame) -> DataFrame:
+    handed = handed_epochs(frames)
+    events = with_current_epoch(handed.unionByName(used_epochs(frames, batches)))
+    usage = events.where(~F.col("handed"))
+    flagged = (usage.withColumn("_reported", _reported(usage)).withColumn("_inferred", _inferred(usage))
+               .where(F.col("_reported") | F.col("_inferred"))
+               .withColumn("inferred", ~F.col("_reported"))
+               .withColumnRenamed("epoch", "stale_epoch")
+               .drop("_reported", "_inferred", "handed"))
+    txn_ids = (handed.where((F.col("kind") == "producer") & F.col("transactional_id").isNotNull())
+               .groupBy("producer_id").agg(F.min("transactional_id").alias("_txn_id")))
+    folded = (_fold(flagged).join(txn_ids, "producer_id", "left")
+              .withColumn("transactional_id", F.coalesce("transactional_id", "_txn_id")).drop("_txn_id"))
+    return folded.unionByName(leader_fencings(frames), allowMissingColumns=True).select(OUTPUT)

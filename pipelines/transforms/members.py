@@ -1,0 +1,166 @@
+"""sessions/members: the life of each consumer group member, classic (JoinGroup) and KIP-848 alike."""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from kafkatap.pipelines.transforms.common import (
+    CONSUMER_GROUP_HEARTBEAT, HEARTBEAT, JOIN_GROUP, LEAVE_GROUP, MEMBER_FENCING, OFFSET_COMMIT, SYNC_GROUP,
+    capture_bounds,
+    group_kinds, is_ok, nonempty, request_str, response_str, with_client_host,
+)
+
+# Broker defaults (group.consumer.session.timeout.ms, session.timeout.ms): used when the capture does not show the
+# member's own session timeout.
+DEFAULT_SESSION_TIMEOUT_MS = 45_000
+ASSIGNMENT = "struct<topic_partitions:array<struct<topic_id:string,partitions:array<int>>>>"
+CONSUMER_ASSIGNMENT = "struct<assigned_partitions:array<struct<topic:string,partitions:array<int>>>>"
+"""The dissector's `$consumer` form of a classic SyncGroup assignment (dissect/kafka/consumer_protocol.py)."""
+
+
+def topic_names(batches: DataFrame) -> DataFrame:
+    """(topic_id, topic) pairs the dissector resolved, for naming KIP-848 assignments (which carry ids only)."""
+    return (batches.where(F.col("topic_id").isNotNull() & (F.col("topic") != F.col("topic_id")))
+            .groupBy("topic_id").agg(F.min("topic").alias("topic")))
+
+
+def member_frames(frames: DataFrame) -> DataFrame:
+    """Coordinator frames of consumer-group members (commits included: a refused commit can be how a member learns
+    it was fenced), with the member id the broker answered where it assigned one."""
+    member = F.coalesce(F.when(F.col("api_key").isin(JOIN_GROUP, CONSUMER_GROUP_HEARTBEAT),
+                               nonempty(response_str("$.member_id"))),
+                        nonempty(F.col("member_id")), nonempty(request_str("$.members[0].member_id")))
+    kinds = group_kinds(frames)
+    return (with_client_host(frames)
+            .where(F.col("api_key").isin(JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP, CONSUMER_GROUP_HEARTBEAT,
+                                         OFFSET_COMMIT))
+            .withColumn("member_id", member).where(F.col("member_id").isNotNull())
+            .join(kinds.where(F.col("kind") != "share_group"), "group_id", "inner")
+            .withColumn("ts", F.coalesce("ts_request", "ts_response")))
+
+
+def _assignments(mf: DataFrame, names: DataFrame) -> DataFrame:
+    """KIP-848 assignments received: (group_id, member_id, ts, assignment as sorted `topic:partition` strings)."""
+    hb = (mf.where((F.col("api_key") == CONSUMER_GROUP_HEARTBEAT) & is_ok(F.col("error_code")))
+          .withColumn("a", F.from_json(response_str("$.assignment"), ASSIGNMENT))
+          .where(F.col("a").isNotNull())
+          .select("group_id", "member_id", "ts", F.col("a.topic_partitions").alias("tps")))
+    exploded = (hb.select("group_id", "member_id", "ts", F.explode_outer("tps").alias("tp"))
+                .select("group_id", "member_id", "ts", F.col("tp.topic_id").alias("topic_id"),
+                        F.explode_outer("tp.partitions").alias("partition"))
+                .join(F.broadcast(names), "topic_id", "left")
+                .withColumn("tp", F.when(F.col("partition").isNotNull(), F.concat_ws(
+                    ":", F.coalesce("topic", "topic_id"), F.col("partition").cast("string")))))
+    return (exploded.groupBy("group_id", "member_id", "ts")
+            .agg(F.sort_array(F.collect_set("tp")).alias("assignment")))
+
+
+def _classic_assignments(mf: DataFrame) -> DataFrame:
+    """Classic assignments received: (group_id, member_id, ts, assignment as sorted `topic:partition` strings, raw).
+    The assignment is the consumer protocol the dissector decoded from the SyncGroup response (empty bytes: nothing
+    assigned); it is null for bytes it could not read as one (another protocol type, damaged bytes), whose base64
+    `raw` is all there is to compare."""
+    decoded = F.from_json(response_str("$.assignment['$consumer']"), CONSUMER_ASSIGNMENT)
+    tps = F.flatten(F.transform(decoded["assigned_partitions"], lambda tp: F.transform(
+        tp["partitions"], lambda p: F.concat_ws(":", tp["topic"], p.cast("string")))))
+    raw = response_str("$.assignment['$bytes']")
+    return (mf.where((F.col("api_key") == SYNC_GROUP) & is_ok(F.col("error_code")))
+            .withColumn("raw", raw)
+            .withColumn("assignment", F.when(decoded.isNotNull(), F.sort_array(F.array_distinct(tps)))
+                        .when(raw == "", F.array().cast("array<string>")))
+            .select("group_id", "member_id", "ts", "assignment", "raw"))
+
+
+def _assignment_history(mf: DataFrame, names: DataFrame) -> DataFrame:
+    """Per member: changes, partitions gained and lost, final assignment, from KIP-848 heartbeats and classic
+    SyncGroup responses alike; classic assignments the dissector could not decode count as changes when their bytes
+    change."""
+    w = Window.partitionBy("group_id", "member_id").orderBy("ts")
+    classic = _classic_assignments(mf)
+    received = (_assignments(mf, names)
+                .unionByName(classic.where(F.col("assignment").isNotNull()).drop("raw")))
+    decoded = (received
+               .withColumn("prev", F.lag("assignment").over(w))
+               .withColumn("prev", F.coalesce("prev", F.array().cast("array<string>")))
+               .withColumn("changed", F.col("assignment") != F.col("prev"))
+               .groupBy("group_id", "member_id").agg(
+                   F.count(F.when(F.col("changed"), 1)).alias("adecoded"),
+                   F.sort_array(F.array_distinct(F.flatten(F.collect_list(
+                       F.array_except("assignment", "prev"))))).alias("partitions_gained"),
+                   F.sort_array(F.array_distinct(F.flatten(F.collect_list(
+                       F.array_except("prev", "assignment"))))).alias("partitions_lost"),
+                   F.max_by("assignment", "ts").alias("final_assignment")))
+    opaque = (classic.where(F.col("assignment").isNull())
+              .withColumn("prev", F.lag("raw").over(w))
+              .groupBy("group_id", "member_id").agg(
+                  F.count(F.when(~F.col("raw").eqNullSafe(F.col("prev")), 1)).alias("aopaque")))
+    return decoded.join(opaque, ["group_id", "member_id"], "full")
+
+
+def _ended(last_event: Column, last_error: Column, last_seen: Column, capture_end: Column,
+           timeout_ms: Column) -> Column:
+    silent_ms = (F.unix_micros(capture_end) - F.unix_micros(last_seen)) / 1000
+    return (F.when(last_event == "leave", "left")
+            .when(last_error.isin(MEMBER_FENCING), "fenced")
+            .when(silent_ms > timeout_ms, "expired")
+            .otherwise("alive"))
+
+
+def members(frames: DataFrame, batches: DataFrame) -> DataFrame:
+    mf = member_frames(frames)
+    is_leave = (F.col("api_key") == LEAVE_GROUP) | (
+        (F.col("api_key") == CONSUMER_GROUP_HEARTBEAT) & F.col("member_epoch").isin(-1, -2))
+    events = (mf.withColumn("event", F.when(is_leave, "leave").otherwise("request"))
+              .withColumn("timeout_ms", F.when(F.col("api_key") == JOIN_GROUP,
+                                               request_str("$.session_timeout_ms").cast("long"))))
+    ok = is_ok(F.col("error_code"))
+    generation = F.when((F.col("api_key") == JOIN_GROUP) & ok,
+                        F.coalesce(response_str("$.generation_id").cast("int"), F.col("generation_id")))
+    member_epoch = F.when((F.col("api_key") == CONSUMER_GROUP_HEARTBEAT) & ok & (F.col("response_member_epoch") > 0),
+                          F.col("response_member_epoch"))
+    last = F.struct("ts", "correlation_id")
+    agg = events.groupBy("group_id", "member_id").agg(
+        F.first("kind").alias("kind"),
+        F.max("group_instance_id").alias("group_instance_id"),
+        F.min_by("client_id", "ts").alias("client_id"),
+        F.min_by("client_host", "ts").alias("client_host"),
+        F.sort_array(F.collect_set("conn_id")).alias("conn_ids"),
+        F.min("ts").alias("first_seen"),
+        F.max("ts").alias("last_seen"),
+        F.sort_array(F.collect_set(generation)).alias("generations"),
+        F.sort_array(F.collect_set(member_epoch)).alias("member_epochs"),
+        F.count(F.when((F.col("api_key") == JOIN_GROUP) | ((F.col("api_key") == CONSUMER_GROUP_HEARTBEAT)
+                                                           & (F.col("member_epoch") == 0)), 1)).alias("joins"),
+        F.count(F.when(F.col("api_key").isin(HEARTBEAT, CONSUMER_GROUP_HEARTBEAT)
+                       & ~F.coalesce(F.col("member_epoch").isin(0, -1, -2), F.lit(False)), 1)).alias("heartbeats"),
+        F.max_by("event", last).alias("last_event"),
+        F.max_by("error_name", last).alias("last_error"),
+        F.max_by(F.coalesce("ts_response", "ts_request"), last).alias("last_ts"),
+        F.max("timeout_ms").alias("timeout_ms"),
+    )
+    history = _assignment_history(mf, topic_names(batches))
+    empty = F.array().cast("array<string>")
+    out = (agg.join(history, ["group_id", "member_id"], "left").crossJoin(F.broadcast(capture_bounds(frames)))
+           .withColumn("assignment_changes", F.coalesce("adecoded", F.lit(0)) + F.coalesce("aopaque", F.lit(0)))
+           .withColumn("partitions_gained", F.coalesce("partitions_gained", empty))
+           .withColumn("partitions_lost", F.coalesce("partitions_lost", empty))
+           .withColumn("final_assignment", F.coalesce("final_assignment", empty))
+           .withColumn("ended", _ended(F.col("last_event"), F.col("last_error"), F.col("last_seen"),
+                                       F.col("capture_end"),
+                                       F.coalesce("timeout_ms", F.lit(DEFAULT_SESSION_TIMEOUT_MS))))
+           .withColumn("end_ts", F.when(F.col("ended") == "fenced", F.col("last_ts")).otherwise(F.col("last_seen")))
+           .withColumn("end_error", F.when(F.col("ended") == "fenced", F.col("last_error"))))
+    return out.drop("adecoded", "aopaque", "last_event", "last_error", "last_ts", "timeout_ms", "capture_start",
+                    "capture_end")
+
+
+def member_spans(members_df: DataFrame, slack_s: int = 60) -> DataFrame:
+    """When each member could have been fetching: from its first request to its leave / fencing, or to `slack_s`
+    after its last request (fetching goes on between heartbeats and after the capture's last heartbeat)."""
+    closed = F.col("ended").isin("left", "fenced")
+    return members_df.select(
+        "group_id", "member_id", "client_id", "client_host",
+        F.col("first_seen").alias("span_start"),
+        F.when(closed, F.col("end_ts")).otherwise(F.col("last_seen") + F.expr(f"INTERVAL {slack_s} SECONDS"))
+        .alias("span_end"))

@@ -1,0 +1,134 @@
+"""sessions/producers and sessions/transactions: each producer's epochs, transactions and how it ended."""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from kafkatap.pipelines.transforms.common import (
+    ADD_OFFSETS_TO_TXN, ADD_PARTITIONS_TO_TXN, END_TXN, INIT_PRODUCER_ID, PRODUCER_FENCING, TXN_OFFSET_COMMIT,
+    request_str, response_str, with_client_host,
+)
+
+TXN_APIS = [ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN, TXN_OFFSET_COMMIT]
+
+
+def producer_frames(frames: DataFrame) -> DataFrame:
+    """InitProducerId and transaction frames with the producer id and epoch they are about (InitProducerId: the
+    answered ones)."""
+    init = F.col("api_key") == INIT_PRODUCER_ID
+    return (with_client_host(frames.where(F.col("api_key").isin(INIT_PRODUCER_ID, *TXN_APIS)))
+            .withColumn("producer_id", F.when(init, response_str("$.producer_id").cast("long"))
+                        .otherwise(F.col("producer_id")))
+            .withColumn("producer_epoch", F.when(init, response_str("$.producer_epoch").cast("int"))
+                        .otherwise(F.col("producer_epoch").cast("int")))
+            .withColumn("committed", F.when(F.col("api_key") == END_TXN,
+                                            request_str("$.committed").cast("boolean")))
+            .withColumn("ts", F.coalesce("ts_request", "ts_response"))
+            .where(F.col("producer_id") >= 0))
+
+
+def _producer_key(df: DataFrame, txn_ids: DataFrame) -> DataFrame:
+    """Key producers by transactional id, else by producer id (batches carry no transactional id: use the one
+    InitProducerId / the transaction apis paired with the producer id)."""
+    if "transactional_id" not in df.columns:
+        df = df.withColumn("transactional_id", F.lit(None).cast("string"))
+    return (df.join(F.broadcast(txn_ids), "producer_id", "left")
+            .withColumn("transactional_id", F.coalesce("transactional_id", "_txn_id")).drop("_txn_id")
+            .withColumn("producer_key", F.coalesce(F.col("transactional_id"),
+                                                   F.concat(F.lit("pid:"), F.col("producer_id").cast("string")))))
+
+
+def _txn_ids(pf: DataFrame) -> DataFrame:
+    return (pf.where(F.col("transactional_id").isNotNull()).groupBy("producer_id")
+            .agg(F.min("transactional_id").alias("_txn_id")))
+
+
+def _produced(batches: DataFrame) -> DataFrame:
+    return with_client_host(batches.where((F.col("direction") == "produce") & (F.col("producer_id") >= 0)
+                                          & ~F.col("is_control")))
+
+
+def transactions(frames: DataFrame, batches: DataFrame) -> DataFrame:
+    """Transactions split at EndTxn requests within each (producer id, epoch)."""
+    pf = producer_frames(frames)
+    txn_ids = _txn_ids(pf)
+    requests = pf.where(F.col("api_key").isin(*TXN_APIS)).select(
+        "producer_id", "producer_epoch", "transactional_id", "ts", "api_key", "committed", "error_name",
+        F.lit(None).cast("string").alias("tp"), F.lit(0).alias("batches"), F.lit(0).alias("records"))
+    data = _produced(batches).where(F.col("is_transactional")).select(
+        "producer_id", F.col("producer_epoch").cast("int"), F.lit(None).cast("string").alias("transactional_id"),
+        "ts", F.lit(0).cast("short").alias("api_key"), F.lit(None).cast("boolean").alias("committed"),
+        F.lit(None).cast("string").alias("error_name"),
+        F.concat_ws(":", "topic", F.col("partition").cast("string")).alias("tp"),
+        F.lit(1).alias("batches"), F.col("record_count").alias("records"))
+    events = requests.unionByName(data)
+    is_end = F.col("api_key") == END_TXN
+    w = (Window.partitionBy("producer_id", "producer_epoch").orderBy("ts", F.col("api_key").desc())
+         .rowsBetween(Window.unboundedPreceding, -1))
+    indexed = events.withColumn("txn_index", F.coalesce(F.sum(F.when(is_end, 1).otherwise(0)).over(w), F.lit(0)))
+    grouped = indexed.groupBy("producer_id", "producer_epoch", "txn_index").agg(
+        F.max("transactional_id").alias("transactional_id"),
+        F.min(F.when(~is_end, F.col("ts"))).alias("start_ts"),
+        F.max(F.when(is_end, F.col("ts"))).alias("end_ts"),
+        F.max(F.when(is_end, F.col("committed").cast("int"))).alias("_committed"),
+        F.max(F.when(is_end, F.col("error_name"))).alias("end_error"),
+        F.max(F.col("error_name").isin(PRODUCER_FENCING)).alias("_fenced"),
+        F.sum("batches").cast("long").alias("batches"),
+        F.sum("records").cast("long").alias("records"),
+        F.sort_array(F.collect_set("tp")).alias("partitions"))
+    outcome = (F.when(F.col("_fenced"), "fenced").when(F.col("end_ts").isNull(), "open").when(F.col("_committed") == 1, "commit").otherwise("abort"))
+    return (_producer_key(grouped, txn_ids).drop("producer_key")
+            .withColumn("start_ts", F.coalesce("start_ts", "end_ts"))
+            .withColumn("outcome", outcome).drop("_committed", "_fenced"))
+
+
+def producers(frames: DataFrame, batches: DataFrame) -> DataFrame:
+    pf = producer_frames(frames)
+    txn_ids = _txn_ids(pf)
+    produce = _produced(batches)
+    last = F.struct("ts", "correlation_id")
+    frame_side = _producer_key(pf, txn_ids).select(
+        "producer_key", "transactional_id", "producer_id", "client_id", "client_host", "ts", "correlation_id",
+        F.col("producer_epoch").alias("epoch"), "api_key", "committed", "error_name",
+        F.lit(0).alias("batches"), F.lit(0).alias("records"), F.lit(0).cast("long").alias("bytes"),
+        F.lit(False).alias("is_transactional"))
+    batch_side = _producer_key(produce, txn_ids).select(
+        "producer_key", "transactional_id", "producer_id", "client_id", "client_host", "ts", "correlation_id",
+        F.col("producer_epoch").cast("int").alias("epoch"), F.lit(0).cast("short").alias("api_key"),
+        F.lit(None).cast("boolean").alias("committed"), F.lit(None).cast("string").alias("error_name"),
+        F.lit(1).alias("batches"), F.col("record_count").alias("records"), F.col("batch_bytes").alias("bytes"),
+        "is_transactional")
+    events = frame_side.unionByName(batch_side)
+    is_end = F.col("api_key") == END_TXN
+    agg = events.groupBy("producer_key").agg(
+        F.max("transactional_id").alias("transactional_id"),
+        F.max_by("producer_id", last).alias("producer_id"),
+        F.sort_array(F.collect_set("producer_id")).alias("producer_ids"),
+        F.min_by("client_id", "ts").alias("client_id"),
+        F.min_by("client_host", "ts").alias("client_host"),
+        F.min("ts").alias("first_seen"), F.max("ts").alias("last_seen"),
+        F.sort_array(F.collect_set(F.when(F.col("epoch") >= 0, F.col("epoch")))).alias("epochs"),
+        F.count(F.when(is_end, 1)).alias("transactions"),
+        F.count(F.when(is_end & F.col("committed"), 1)).alias("commits"),
+        F.count(F.when(is_end & ~F.col("committed"), 1)).alias("aborts"),
+        F.count(F.when(is_end & (F.col("error_name") != "NONE"), 1)).alias("failed_end_txns"),
+        F.sum("batches").cast("long").alias("batches"), F.sum("records").cast("long").alias("records"),
+        F.sum("bytes").cast("long").alias("bytes"),
+        F.max_by(F.struct("ts", "error_name"), F.when(F.col("error_name").isin(PRODUCER_FENCING), last))
+        .alias("fence"),
+        F.max_by(F.struct("ts", "committed", "error_name"), F.when(is_end, last)).alias("end"),
+        F.max(F.when(F.col("is_transactional"), F.col("ts"))).alias("last_txn_data"),
+    )
+    ended = (F.when(F.col("fence").isNotNull() & (F.col("fence.ts") >= F.coalesce(F.col("end.ts"), F.col("fence.ts"))),
+                    "fenced")
+             .when(F.col("last_txn_data") > F.coalesce(F.col("end.ts"), F.col("first_seen") - F.expr("INTERVAL 1 DAY")),
+                   "open_transaction")
+             .when(F.col("end").isNull(), "active")
+             .when(F.col("end.committed"), "committed").otherwise("aborted"))
+    return (agg.withColumn("ended", ended)
+            .withColumn("end_ts", F.when(F.col("ended") == "fenced", F.col("fence.ts"))
+                        .when(F.col("ended").isin("committed", "aborted"), F.col("end.ts"))
+                        .otherwise(F.col("last_seen")))
+            .withColumn("end_error", F.when(F.col("ended") == "fenced", F.col("fence.error_name")))
+            .drop("fence", "end", "last_txn_data", "producer_key"))

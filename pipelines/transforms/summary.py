@@ -1,0 +1,73 @@
+"""REPORT/summary.json: the headline counts the dashboard shows, from the inputs and the report's tables."""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from kafkatap.pipelines.transforms.common import ISO
+
+
+
+def _by_kind(rows, field: str = "ranges") -> dict[str, int]:
+    out: dict[str, int] = {}
+    for r in rows:
+        out[r["kind"]] = out.get(r["kind"], 0) + int(r[field] or 0)
+    return out
+
+
+def summary(frames: DataFrame, batches: DataFrame, anomalies: DataFrame, tables: dict[str, DataFrame],
+            window: str) -> dict:
+    f = frames.agg(
+        F.count(F.lit(1)).alias("frames"),
+        F.date_format(F.min(F.least("ts_request", "ts_response")), ISO).alias("start"),
+        F.date_format(F.max(F.greatest("ts_request", "ts_response")), ISO).alias("end"),
+        ((F.unix_micros(F.max(F.greatest("ts_request", "ts_response")))
+          - F.unix_micros(F.min(F.least("ts_request", "ts_response")))) / 1e6).alias("span"),
+        F.countDistinct("client_id").alias("clients"), F.countDistinct("broker_addr").alias("brokers"),
+        F.count(F.when(F.col("error_code") != 0, 1)).alias("errors"),
+        F.countDistinct("conn_id").alias("connections")).first()
+    data = batches.where(~F.coalesce(F.col("is_control"), F.lit(False))).agg(
+        F.sum(F.when(F.col("direction") == "produce", F.col("record_count"))).alias("produced"),
+        F.sum(F.when(F.col("direction") != "produce", F.col("record_count"))).alias("fetched")).first()
+    out: dict = {
+        "frames": f["frames"], "capture_start": f["start"], "capture_end": f["end"],
+        "capture_span_s": float(f["span"] or 0.0),
+        "connections": f["connections"], "clients": f["clients"], "brokers": f["brokers"], "errors": f["errors"],
+        "produced_records": int(data["produced"] or 0), "fetched_records": int(data["fetched"] or 0),
+        "anomalies": anomalies.count(), "window": window,
+    }
+    if "sessions/connections" in tables:
+        out["connections"] = tables["sessions/connections"].count()
+    members = [tables[n] for n in ("sessions/members", "sessions/share_members") if n in tables]
+    if members:
+        groups = members[0].select("group_id")
+        for m in members[1:]:
+            groups = groups.unionByName(m.select("group_id"))
+        out["groups"] = groups.distinct().count()
+        out["members"] = sum(m.count() for m in members)
+    if "sessions/producers" in tables:
+        out["producers"] = tables["sessions/producers"].count()
+    if "sessions/transactions" in tables:
+        outcomes = {r["outcome"]: r["n"] for r in
+                    tables["sessions/transactions"].groupBy("outcome").agg(F.count(F.lit(1)).alias("n")).collect()}
+        out["transactions"] = {k: outcomes.get(k, 0) for k in ["commit", "abort", "fenced", "open"]}
+    if "fenced_epochs" in tables:
+        rows = tables["fenced_epochs"].groupBy("kind", "inferred").agg(F.count(F.lit(1)).alias("n")).collect()
+        out["fenced_epochs"] = sum(r["n"] for r in rows)
+        by_kind: dict[str, int] = {}
+        for r in rows:
+            by_kind[r["kind"]] = by_kind.get(r["kind"], 0) + r["n"]
+        by_kind["inferred"] = sum(r["n"] for r in rows if r["inferred"])
+        out["fenced_epochs_by_kind"] = by_kind
+    if "duplicate_deliveries" in tables:
+        rows = (tables["duplicate_deliveries"].groupBy("kind", "possible", "wire_only")
+                .agg(F.count(F.lit(1)).alias("ranges"),
+                     F.sum(F.col("records") * (F.col("deliveries") - 1)).alias("again")).collect())
+        out["duplicate_ranges"] = _by_kind(r for r in rows if not r["possible"] and not r["wire_only"])
+        out["duplicate_records"] = _by_kind((r for r in rows if not r["possible"] and not r["wire_only"]), "again")
+        out["wire_duplicate_records"] = _by_kind((r for r in rows if not r["possible"]), "again")
+        out["possible_duplicate_records"] = int(sum(r["again"] or 0 for r in rows if r["possible"]))
+        out["wire_only_ranges"] = int(sum(r["ranges"] for r in rows if r["wire_only"] and not r["possible"]))
+        out["possible_ranges"] = int(sum(r["ranges"] for r in rows if r["possible"]))
+    return out
