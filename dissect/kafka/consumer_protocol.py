@@ -24,9 +24,9 @@ from kafkatap.dissect.errors import DecodeError
 from kafkatap.dissect.kafka.extract import Found, walk
 from kafkatap.dissect.protocol import embedded
 from kafkatap.dissect.protocol.embedded import ASSIGNMENT, SUBSCRIPTION
+from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 
-JOIN_GROUP, SYNC_GROUP = 11, 14
-APIS = frozenset({JOIN_GROUP, SYNC_GROUP})
+APIS = frozenset({ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP})
 CONSUMER = "consumer"
 ANOMALY = "malformed_consumer_protocol"
 """Anomaly kind: bytes that a "consumer" group's protocol says are a subscription or assignment but do not decode."""
@@ -61,7 +61,7 @@ class ConsumerProtocol:
         None when there are none or the group's protocol is not the consumer protocol."""
         response = request is not None
         group_id = (request if response else body).get("group_id")
-        if api_key == JOIN_GROUP and not response and isinstance(body.get("protocol_type"), str):
+        if api_key == ApiKey.JOIN_GROUP and not response and isinstance(body.get("protocol_type"), str):
             self.types[group_id] = body["protocol_type"]
         protocol_type = body.get("protocol_type") or (request or {}).get("protocol_type") or self.types.get(group_id)
         if protocol_type is not None and protocol_type != CONSUMER:
@@ -71,10 +71,10 @@ class ConsumerProtocol:
 
 
 def _spots(api_key: int, body: dict, response: bool) -> list[Spot]:
-    if api_key == SYNC_GROUP and response:
+    if api_key == ApiKey.SYNC_GROUP and response:
         raw = body.get("assignment")
         return [Spot(body, "assignment", raw, ASSIGNMENT, "assignment")] if raw else []
-    if api_key == SYNC_GROUP:
+    if api_key == ApiKey.SYNC_GROUP:
         items, key, kind, name = body.get("assignments"), "assignment", ASSIGNMENT, "assignments"
     else:
         items, key, kind = body.get("members" if response else "protocols"), "metadata", SUBSCRIPTION

@@ -20,12 +20,12 @@ from kafkatap.dissect.kafka.state import DIRECTIONS, REQUEST, RESPONSE, ConnStat
 from kafkatap.dissect.kafka.topics import TopicNames
 from kafkatap.dissect.protocol import api_name, decode_request, decode_request_header, is_known, response_header_version
 from kafkatap.dissect.protocol.codec import decoder
+from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 from kafkatap.dissect.streams.reassembly import Where
 
 _HEAD = struct.Struct(">hhi").unpack_from
 _I32 = struct.Struct(">i").unpack_from
 
-PRODUCE = 0
 
 _KNOWN: dict[tuple[int, int], bool] = {}
 """is_known by (api_key, api_version): asked once per request, so worth a dict instead of a range scan."""
@@ -111,7 +111,7 @@ class Exchange:
             if pending is not None:
                 self._consumer_protocol(st, req, REQUEST, pending, req.found, where)
             st.sasl.after_request(api_key, api_version)
-            if api_key == PRODUCE and body.get("acks") == 0:
+            if api_key == ApiKey.PRODUCE and body.get("acks") == 0:
                 self.out.frame(st, req, None, where)
                 return
         orphan = st.orphans.take(correlation_id)

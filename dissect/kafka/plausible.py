@@ -16,13 +16,13 @@ from collections.abc import Callable
 
 from kafkatap.dissect.errors import DecodeError
 from kafkatap.dissect.kafka.framing import MAX_FRAME, MORE, NO, YES
+from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 from kafkatap.dissect.protocol import (decode_request, decode_request_header, decode_response, decode_response_header,
                               is_known, request_header_version)
 
 _REQUEST_HEAD = struct.Struct(">ihhih").unpack_from  # size, api_key, api_version, correlation_id, client_id length
 _RESPONSE_HEAD = struct.Struct(">ii").unpack_from  # size, correlation_id
 
-API_VERSIONS = 18
 TRAILING_SLACK = 8
 """Bytes after a decoded body still accepted while resynchronising: some brokers (librdkafka's mock cluster) end
 flexible responses with an extra empty tag buffer. The engine reports such bytes as `trailing_bytes` anomalies."""
@@ -75,9 +75,9 @@ def decode_answer(api_key: int, api_version: int, frame: bytes) -> tuple[dict, i
         _, at = decode_response_header(api_key, api_version, frame, 0)
         return decode_response(api_key, api_version, frame, at)
     except DecodeError:
-        if api_key != API_VERSIONS or api_version == 0:
+        if api_key != ApiKey.API_VERSIONS or api_version == 0:
             raise
-        return decode_response(API_VERSIONS, 0, frame, 4)
+        return decode_response(ApiKey.API_VERSIONS, 0, frame, 4)
 
 
 class RequestSync:

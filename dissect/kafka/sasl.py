@@ -8,8 +8,8 @@ import struct
 
 from kafkatap.dissect.kafka.framing import YES
 from kafkatap.dissect.kafka.plausible import RequestSync, ResponseSync, request_check
+from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 
-SASL_HANDSHAKE = 17
 
 _SIZE = struct.Struct(">i").pack
 
@@ -27,7 +27,7 @@ class SaslTokens:
     def after_request(self, api_key: int, api_version: int) -> None:
         """A decoded request: SaslHandshake v0 is the one followed by raw tokens (later versions wrap them in
         SaslAuthenticate)."""
-        if api_key == SASL_HANDSHAKE and api_version == 0:
+        if api_key == ApiKey.SASL_HANDSHAKE and api_version == 0:
             self._expect(True)
 
     def is_token(self, payload: bytes) -> bool:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-SHARE_FETCH, SHARE_ACKNOWLEDGE = 78, 79
+from kafkatap.dissect.protocol.generated.api_keys import ApiKey
+
 ACK_TYPES = {0: "gap", 1: "accept", 2: "release", 3: "reject", 4: "renew"}
 
 
@@ -29,7 +30,7 @@ def ack_runs(first: int, last: int, types: list[int]) -> Iterator[tuple[int, int
 
 def ack_error_codes(api_key: int, response: dict | None) -> dict[tuple[str, int], int]:
     """(topic_id, partition) -> error of the acknowledgement, from the paired response."""
-    field = "acknowledge_error_code" if api_key == SHARE_FETCH else "error_code"
+    field = "acknowledge_error_code" if api_key == ApiKey.SHARE_FETCH else "error_code"
     out = {}
     for topic in (response or {}).get("responses") or ():
         for part in topic.get("partitions") or ():

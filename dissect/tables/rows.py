@@ -13,12 +13,11 @@ from kafkatap.dissect.kafka.extract import RESPONSE_FIELDS, dumps, error_code, t
 from kafkatap.dissect.kafka.state import DIRECTIONS, REQUEST, RESPONSE, ConnState, Request, Response
 from kafkatap.dissect.kafka.topics import TopicNames
 from kafkatap.dissect.protocol import api_name, error_name
+from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 from kafkatap.dissect.streams.reassembly import Where
 from kafkatap.dissect.tables import batches as bt
 from kafkatap.dissect.tables.batches import Problem
 from kafkatap.dissect.tables.writer import Output
-
-PRODUCE, FETCH = 0, 1
 
 
 class Rows:
@@ -39,14 +38,14 @@ class Rows:
     def request(self, st: ConnState, req: Request, where: Where) -> None:
         """A Produce's record data: its batches wait in the request for the response's offsets, its records/ rows
         are written now."""
-        if req.api_key == PRODUCE:
+        if req.api_key == ApiKey.PRODUCE:
             req.produce = self._produce_request(st, req, req.body, self._problem(st, REQUEST, req, where))
 
     def response(self, st: ConnState, req: Request, resp: Response, where: Where) -> None:
         """A Fetch's or ShareFetch's record data, and the ranges a ShareFetch acquired."""
-        if req.api_key in (FETCH, share.SHARE_FETCH):
+        if req.api_key in (ApiKey.FETCH, ApiKey.SHARE_FETCH):
             self._fetch_response(st, req, resp, resp.body, self._problem(st, RESPONSE, req, where))
-        if req.api_key == share.SHARE_FETCH:
+        if req.api_key == ApiKey.SHARE_FETCH:
             self.acquired(st, req, resp, resp.body)
 
     def frame(self, st: ConnState, req: Request, resp: Response | None, where: Where,
@@ -151,7 +150,7 @@ class Rows:
 
     def _fetch_response(self, st: ConnState, req: Request, resp: Response, body: dict, problem: Problem) -> None:
         """batches/ rows, and records/ rows if asked, of a Fetch or ShareFetch response."""
-        share_fetch = req.api_key == share.SHARE_FETCH
+        share_fetch = req.api_key == ApiKey.SHARE_FETCH
         direction = "share_fetch" if share_fetch else "fetch"
         offsets = {} if share_fetch else bt.fetch_offsets(req.body)
         group_id = member_id = None
@@ -212,7 +211,7 @@ class Rows:
 
 _NONE = (None,) * 11
 _EMPTY: dict = {}
-SHARE_APIS = (share.SHARE_FETCH, share.SHARE_ACKNOWLEDGE)
+SHARE_APIS = (ApiKey.SHARE_FETCH, ApiKey.SHARE_ACKNOWLEDGE)
 
 
 def _entities(qf: dict, rf: dict) -> tuple:

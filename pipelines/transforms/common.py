@@ -1,24 +1,24 @@
-"""Kafka protocol facts the transforms share: api keys by role, fencing errors, group kinds."""
+"""Kafka protocol facts the transforms share: fencing errors by party and group kinds, named through the generated
+`ApiKey` and `ErrorCode` enums rather than typed-in numbers."""
 
 from __future__ import annotations
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from kafkatap.dissect.protocol.generated.api_keys import ApiKey
+from kafkatap.dissect.protocol.generated.errors import ErrorCode
 from kafkatap.pipelines.storage import client_host
 
-PRODUCE, FETCH, OFFSET_COMMIT, OFFSET_FETCH = 0, 1, 8, 9
-JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 11, 12, 13, 14
-INIT_PRODUCER_ID, ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN, TXN_OFFSET_COMMIT = 22, 24, 25, 26, 28
-CONSUMER_GROUP_HEARTBEAT, SHARE_GROUP_HEARTBEAT, SHARE_FETCH, SHARE_ACKNOWLEDGE = 68, 76, 78, 79
+SHARE_GROUP_APIS = [ApiKey.SHARE_GROUP_HEARTBEAT, ApiKey.SHARE_FETCH, ApiKey.SHARE_ACKNOWLEDGE]
 
-SHARE_GROUP_APIS = [SHARE_GROUP_HEARTBEAT, SHARE_FETCH, SHARE_ACKNOWLEDGE]
-
-MEMBER_FENCING = ["FENCED_MEMBER_EPOCH", "STALE_MEMBER_EPOCH", "UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION",
-                  "FENCED_INSTANCE_ID"]
-PRODUCER_FENCING = ["PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH", "TRANSACTION_COORDINATOR_FENCED"]
-SHARE_SESSION_FENCING = ["INVALID_SHARE_SESSION_EPOCH"]
-LEADER_FENCING = ["FENCED_LEADER_EPOCH"]
+MEMBER_FENCING = [e.name for e in (ErrorCode.FENCED_MEMBER_EPOCH, ErrorCode.STALE_MEMBER_EPOCH,
+                                    ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION,
+                                    ErrorCode.FENCED_INSTANCE_ID)]
+PRODUCER_FENCING = [e.name for e in (ErrorCode.PRODUCER_FENCED, ErrorCode.INVALID_PRODUCER_EPOCH,
+                                      ErrorCode.TRANSACTION_COORDINATOR_FENCED)]
+SHARE_SESSION_FENCING = [ErrorCode.INVALID_SHARE_SESSION_EPOCH.name]
+LEADER_FENCING = [ErrorCode.FENCED_LEADER_EPOCH.name]
 FENCING_ERRORS = MEMBER_FENCING + PRODUCER_FENCING + SHARE_SESSION_FENCING + LEADER_FENCING
 
 
@@ -51,7 +51,7 @@ def request_str(path: str) -> Column:
 def group_kinds(frames: DataFrame) -> DataFrame:
     """(group_id, kind): a group is `consumer_group` if any ConsumerGroupHeartbeat names it, `share_group` for share
     apis, else `classic_group` (JoinGroup / OffsetCommit-only groups)."""
-    rank = (F.when(F.col("api_key") == CONSUMER_GROUP_HEARTBEAT, 3)
+    rank = (F.when(F.col("api_key") == ApiKey.CONSUMER_GROUP_HEARTBEAT, 3)
             .when(F.col("api_key").isin(SHARE_GROUP_APIS), 2)
             .otherwise(1))
     return (frames.where(F.col("group_id").isNotNull() & (F.col("group_id") != ""))

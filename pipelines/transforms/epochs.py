@@ -11,10 +11,9 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 from kafkatap.pipelines.transforms.common import (
-    ADD_OFFSETS_TO_TXN, ADD_PARTITIONS_TO_TXN, CONSUMER_GROUP_HEARTBEAT, END_TXN, HEARTBEAT, INIT_PRODUCER_ID,
-    JOIN_GROUP, LEAVE_GROUP, OFFSET_COMMIT, PRODUCE, SHARE_ACKNOWLEDGE, SHARE_FETCH, SHARE_GROUP_HEARTBEAT,
-    SYNC_GROUP, TXN_OFFSET_COMMIT, group_kinds, is_ok, nonempty, request_str, response_source, response_str,
+    group_kinds, is_ok, nonempty, request_str, response_source, response_str
 )
 
 EVENT_COLUMNS = ["kind", "party", "group_id", "member_id", "group_instance_id", "transactional_id", "producer_id",
@@ -42,16 +41,17 @@ def handed_epochs(frames: DataFrame) -> DataFrame:
     """Successful responses that hand an epoch to a party."""
     ok = frames.where(is_ok(F.col("error_code")))
     answered_member = F.coalesce(nonempty(response_str("$.member_id")), F.col("member_id"))
-    heartbeats = ok.where(F.col("api_key").isin(CONSUMER_GROUP_HEARTBEAT, SHARE_GROUP_HEARTBEAT)
+    heartbeats = ok.where(F.col("api_key").isin(ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.SHARE_GROUP_HEARTBEAT)
                           & (F.col("response_member_epoch") > 0))
-    kind = F.when(F.col("api_key") == SHARE_GROUP_HEARTBEAT, "share_group").otherwise("consumer_group")
-    joins = ok.where(F.col("api_key") == JOIN_GROUP)
+    kind = F.when(F.col("api_key") == ApiKey.SHARE_GROUP_HEARTBEAT, "share_group").otherwise("consumer_group")
+    joins = ok.where(F.col("api_key") == ApiKey.JOIN_GROUP)
     generation = F.coalesce(response_str("$.generation_id").cast("int"), F.col("generation_id"))
-    producers = ok.where(F.col("api_key").isin(INIT_PRODUCER_ID, END_TXN)
+    producers = ok.where(F.col("api_key").isin(ApiKey.INIT_PRODUCER_ID, ApiKey.END_TXN)
                          & response_str("$.producer_epoch").isNotNull()
                          & (response_str("$.producer_id").cast("long") >= 0))
     answered_pid = response_str("$.producer_id").cast("long")
-    sessions = ok.where(F.col("api_key").isin(SHARE_FETCH, SHARE_ACKNOWLEDGE) & (F.col("share_session_epoch") >= 0))
+    sessions = ok.where(F.col("api_key").isin(ApiKey.SHARE_FETCH, ApiKey.SHARE_ACKNOWLEDGE)
+                        & (F.col("share_session_epoch") >= 0))
     next_session_epoch = F.when(F.col("share_session_epoch") == F.lit(2**31 - 1), 1).otherwise(
         F.col("share_session_epoch") + 1)
     ts = F.coalesce("ts_response", "ts_request")
@@ -72,7 +72,7 @@ def _produce_epochs(frames: DataFrame, batches: DataFrame) -> DataFrame:
     per_request = (batches.where((F.col("direction") == "produce") & (F.col("producer_id") >= 0))
                    .groupBy("conn_id", "correlation_id")
                    .agg(F.min("producer_id").alias("b_producer_id"), F.min("producer_epoch").alias("b_epoch")))
-    return (frames.where(F.col("api_key") == PRODUCE)
+    return (frames.where(F.col("api_key") == ApiKey.PRODUCE)
             .join(per_request, ["conn_id", "correlation_id"], "inner")
             .withColumn("producer_id", F.coalesce("producer_id", "b_producer_id"))
             .withColumn("producer_epoch", F.coalesce(F.col("producer_epoch"), F.col("b_epoch")))
@@ -85,26 +85,29 @@ def used_epochs(frames: DataFrame, batches: DataFrame) -> DataFrame:
     kinds = group_kinds(frames)
     ts = F.coalesce("ts_request", "ts_response")
     named = F.col("member_id").isNotNull() & (F.col("member_id") != "")
-    heartbeats = frames.where(F.col("api_key").isin(CONSUMER_GROUP_HEARTBEAT, SHARE_GROUP_HEARTBEAT) & named)
-    hb_kind = F.when(F.col("api_key") == SHARE_GROUP_HEARTBEAT, "share_group").otherwise("consumer_group")
-    classic = (frames.where(F.col("api_key").isin(JOIN_GROUP, HEARTBEAT, SYNC_GROUP, OFFSET_COMMIT,
-                                                  TXN_OFFSET_COMMIT, LEAVE_GROUP) & named)
+    heartbeats = frames.where(F.col("api_key").isin(ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.SHARE_GROUP_HEARTBEAT)
+                              & named)
+    hb_kind = F.when(F.col("api_key") == ApiKey.SHARE_GROUP_HEARTBEAT, "share_group").otherwise("consumer_group")
+    classic = (frames.where(F.col("api_key").isin(ApiKey.JOIN_GROUP, ApiKey.HEARTBEAT, ApiKey.SYNC_GROUP,
+                                                  ApiKey.OFFSET_COMMIT, ApiKey.TXN_OFFSET_COMMIT, ApiKey.LEAVE_GROUP)
+                            & named)
                .join(kinds, "group_id", "left")
                .withColumn("kind", F.coalesce("kind", F.lit("classic_group")))
                .withColumn("sent", F.coalesce(request_str("$.generation_id_or_member_epoch").cast("int"),
                                               request_str("$.generation_id").cast("int")))
-               .withColumn("epoch", F.when(F.col("api_key") == JOIN_GROUP, F.lit(None))
+               .withColumn("epoch", F.when(F.col("api_key") == ApiKey.JOIN_GROUP, F.lit(None))
                            .when(F.col("kind") == "classic_group", F.coalesce("generation_id", "sent"))
                            .otherwise(F.coalesce("member_epoch", "generation_id", "sent")))
                .drop("sent"))
-    txn = frames.where(F.col("api_key").isin(ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN, TXN_OFFSET_COMMIT)
+    txn = frames.where(F.col("api_key").isin(ApiKey.ADD_PARTITIONS_TO_TXN, ApiKey.ADD_OFFSETS_TO_TXN, ApiKey.END_TXN,
+                                             ApiKey.TXN_OFFSET_COMMIT)
                        & (F.col("producer_id") >= 0))
-    reinit = (frames.where(F.col("api_key") == INIT_PRODUCER_ID)
+    reinit = (frames.where(F.col("api_key") == ApiKey.INIT_PRODUCER_ID)
               .withColumn("producer_id", request_str("$.producer_id").cast("long"))
               .withColumn("producer_epoch", request_str("$.producer_epoch").cast("int"))
               .where(F.col("producer_id") >= 0))
     producers = txn.unionByName(reinit).unionByName(_produce_epochs(frames, batches))
-    sessions = frames.where(F.col("api_key").isin(SHARE_FETCH, SHARE_ACKNOWLEDGE) & named)
+    sessions = frames.where(F.col("api_key").isin(ApiKey.SHARE_FETCH, ApiKey.SHARE_ACKNOWLEDGE) & named)
     return (
         _event(heartbeats, hb_kind, _member_party(F.col("member_id")), F.col("member_epoch"), False, ts)
         .unionByName(_event(classic, F.col("kind"), _member_party(F.col("member_id")), F.col("epoch"), False, ts))

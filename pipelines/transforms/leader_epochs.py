@@ -11,10 +11,10 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
+from kafkatap.dissect.protocol.generated.api_keys import ApiKey
+from kafkatap.dissect.protocol.generated.errors import ErrorCode
 from kafkatap.pipelines.transforms.common import LEADER_FENCING, response_source
 
-METADATA = 3
-FENCED_LEADER_EPOCH = 74
 _TOPICS = "array<struct<topic:string,name:string,topic_id:string,partitions:array<struct<{}>>>>"
 REQUEST = "struct<topics:{}>".format(_TOPICS.format("partition:int,partition_index:int,current_leader_epoch:int"))
 _ANSWER = _TOPICS.format("partition:int,partition_index:int,error_code:int,current_leader:struct<leader_epoch:int>")
@@ -32,7 +32,7 @@ def _partitions(df: DataFrame, topics, *cols) -> DataFrame:
 
 def _metadata(frames: DataFrame) -> DataFrame:
     """Metadata responses, parsed once for both uses: topic names and the leader epochs they hand out."""
-    return frames.where(F.col("api_key") == METADATA).select(
+    return frames.where(F.col("api_key") == ApiKey.METADATA).select(
         "conn_id", "correlation_id", F.coalesce("ts_response", "ts_request").alias("ts"),
         F.from_json(F.col("response_json"), HANDED).alias("j"))
 
@@ -59,7 +59,7 @@ def leader_fencings(frames: DataFrame) -> DataFrame:
     keys = ["conn_id", "correlation_id"]
     resp = F.from_json(F.col("response_json"), RESPONSE)
     answered = _resolved(_partitions(rejected, F.coalesce(resp["responses"], resp["topics"]), *keys), names).where(
-        F.col("p.error_code") == FENCED_LEADER_EPOCH).select(
+        F.col("p.error_code") == ErrorCode.FENCED_LEADER_EPOCH).select(
         *keys, "topic", "partition", F.col("p.current_leader.leader_epoch").alias("_answered"))
     asked = _resolved(_partitions(rejected, F.from_json(F.col("request_json"), REQUEST)["topics"], *keys), names)
     asked = asked.select(*keys, "topic", "partition", F.col("p.current_leader_epoch").alias("stale_epoch"))

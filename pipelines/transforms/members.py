@@ -5,10 +5,9 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 from kafkatap.pipelines.transforms.common import (
-    CONSUMER_GROUP_HEARTBEAT, HEARTBEAT, JOIN_GROUP, LEAVE_GROUP, MEMBER_FENCING, OFFSET_COMMIT, SYNC_GROUP,
-    capture_bounds,
-    group_kinds, is_ok, nonempty, request_str, response_str, with_client_host,
+    MEMBER_FENCING, capture_bounds, group_kinds, is_ok, nonempty, request_str, response_str, with_client_host
 )
 
 # Broker defaults (group.consumer.session.timeout.ms, session.timeout.ms): used when the capture does not show the
@@ -28,13 +27,13 @@ def topic_names(batches: DataFrame) -> DataFrame:
 def member_frames(frames: DataFrame) -> DataFrame:
     """Coordinator frames of consumer-group members (commits included: a refused commit can be how a member learns
     it was fenced), with the member id the broker answered where it assigned one."""
-    member = F.coalesce(F.when(F.col("api_key").isin(JOIN_GROUP, CONSUMER_GROUP_HEARTBEAT),
+    member = F.coalesce(F.when(F.col("api_key").isin(ApiKey.JOIN_GROUP, ApiKey.CONSUMER_GROUP_HEARTBEAT),
                                nonempty(response_str("$.member_id"))),
                         nonempty(F.col("member_id")), nonempty(request_str("$.members[0].member_id")))
     kinds = group_kinds(frames)
     return (with_client_host(frames)
-            .where(F.col("api_key").isin(JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP, CONSUMER_GROUP_HEARTBEAT,
-                                         OFFSET_COMMIT))
+            .where(F.col("api_key").isin(ApiKey.JOIN_GROUP, ApiKey.HEARTBEAT, ApiKey.LEAVE_GROUP, ApiKey.SYNC_GROUP,
+                                         ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.OFFSET_COMMIT))
             .withColumn("member_id", member).where(F.col("member_id").isNotNull())
             .join(kinds.where(F.col("kind") != "share_group"), "group_id", "inner")
             .withColumn("ts", F.coalesce("ts_request", "ts_response")))
@@ -42,7 +41,7 @@ def member_frames(frames: DataFrame) -> DataFrame:
 
 def _assignments(mf: DataFrame, names: DataFrame) -> DataFrame:
     """KIP-848 assignments received: (group_id, member_id, ts, assignment as sorted `topic:partition` strings)."""
-    hb = (mf.where((F.col("api_key") == CONSUMER_GROUP_HEARTBEAT) & is_ok(F.col("error_code")))
+    hb = (mf.where((F.col("api_key") == ApiKey.CONSUMER_GROUP_HEARTBEAT) & is_ok(F.col("error_code")))
           .withColumn("a", F.from_json(response_str("$.assignment"), ASSIGNMENT))
           .where(F.col("a").isNotNull())
           .select("group_id", "member_id", "ts", F.col("a.topic_partitions").alias("tps")))
@@ -65,7 +64,7 @@ def _classic_assignments(mf: DataFrame) -> DataFrame:
     tps = F.flatten(F.transform(decoded["assigned_partitions"], lambda tp: F.transform(
         tp["partitions"], lambda p: F.concat_ws(":", tp["topic"], p.cast("string")))))
     raw = response_str("$.assignment['$bytes']")
-    return (mf.where((F.col("api_key") == SYNC_GROUP) & is_ok(F.col("error_code")))
+    return (mf.where((F.col("api_key") == ApiKey.SYNC_GROUP) & is_ok(F.col("error_code")))
             .withColumn("raw", raw)
             .withColumn("assignment", F.when(decoded.isNotNull(), F.sort_array(F.array_distinct(tps)))
                         .when(raw == "", F.array().cast("array<string>")))
@@ -109,16 +108,16 @@ def _ended(last_event: Column, last_error: Column, last_seen: Column, capture_en
 
 def members(frames: DataFrame, batches: DataFrame) -> DataFrame:
     mf = member_frames(frames)
-    is_leave = (F.col("api_key") == LEAVE_GROUP) | (
-        (F.col("api_key") == CONSUMER_GROUP_HEARTBEAT) & F.col("member_epoch").isin(-1, -2))
+    is_leave = (F.col("api_key") == ApiKey.LEAVE_GROUP) | (
+        (F.col("api_key") == ApiKey.CONSUMER_GROUP_HEARTBEAT) & F.col("member_epoch").isin(-1, -2))
     events = (mf.withColumn("event", F.when(is_leave, "leave").otherwise("request"))
-              .withColumn("timeout_ms", F.when(F.col("api_key") == JOIN_GROUP,
+              .withColumn("timeout_ms", F.when(F.col("api_key") == ApiKey.JOIN_GROUP,
                                                request_str("$.session_timeout_ms").cast("long"))))
     ok = is_ok(F.col("error_code"))
-    generation = F.when((F.col("api_key") == JOIN_GROUP) & ok,
+    generation = F.when((F.col("api_key") == ApiKey.JOIN_GROUP) & ok,
                         F.coalesce(response_str("$.generation_id").cast("int"), F.col("generation_id")))
-    member_epoch = F.when((F.col("api_key") == CONSUMER_GROUP_HEARTBEAT) & ok & (F.col("response_member_epoch") > 0),
-                          F.col("response_member_epoch"))
+    member_epoch = F.when((F.col("api_key") == ApiKey.CONSUMER_GROUP_HEARTBEAT) & ok
+                          & (F.col("response_member_epoch") > 0), F.col("response_member_epoch"))
     last = F.struct("ts", "correlation_id")
     agg = events.groupBy("group_id", "member_id").agg(
         F.first("kind").alias("kind"),
@@ -130,9 +129,9 @@ def members(frames: DataFrame, batches: DataFrame) -> DataFrame:
         F.max("ts").alias("last_seen"),
         F.sort_array(F.collect_set(generation)).alias("generations"),
         F.sort_array(F.collect_set(member_epoch)).alias("member_epochs"),
-        F.count(F.when((F.col("api_key") == JOIN_GROUP) | ((F.col("api_key") == CONSUMER_GROUP_HEARTBEAT)
+        F.count(F.when((F.col("api_key") == ApiKey.JOIN_GROUP) | ((F.col("api_key") == ApiKey.CONSUMER_GROUP_HEARTBEAT)
                                                            & (F.col("member_epoch") == 0)), 1)).alias("joins"),
-        F.count(F.when(F.col("api_key").isin(HEARTBEAT, CONSUMER_GROUP_HEARTBEAT)
+        F.count(F.when(F.col("api_key").isin(ApiKey.HEARTBEAT, ApiKey.CONSUMER_GROUP_HEARTBEAT)
                        & ~F.coalesce(F.col("member_epoch").isin(0, -1, -2), F.lit(False)), 1)).alias("heartbeats"),
         F.max_by("event", last).alias("last_event"),
         F.max_by("error_name", last).alias("last_error"),

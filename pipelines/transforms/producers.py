@@ -5,24 +5,22 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from kafkatap.pipelines.transforms.common import (
-    ADD_OFFSETS_TO_TXN, ADD_PARTITIONS_TO_TXN, END_TXN, INIT_PRODUCER_ID, PRODUCER_FENCING, TXN_OFFSET_COMMIT,
-    request_str, response_str, with_client_host,
-)
+from kafkatap.dissect.protocol.generated.api_keys import ApiKey
+from kafkatap.pipelines.transforms.common import PRODUCER_FENCING, request_str, response_str, with_client_host
 
-TXN_APIS = [ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN, TXN_OFFSET_COMMIT]
+TXN_APIS = [ApiKey.ADD_PARTITIONS_TO_TXN, ApiKey.ADD_OFFSETS_TO_TXN, ApiKey.END_TXN, ApiKey.TXN_OFFSET_COMMIT]
 
 
 def producer_frames(frames: DataFrame) -> DataFrame:
     """InitProducerId and transaction frames with the producer id and epoch they are about (InitProducerId: the
     answered ones)."""
-    init = F.col("api_key") == INIT_PRODUCER_ID
-    return (with_client_host(frames.where(F.col("api_key").isin(INIT_PRODUCER_ID, *TXN_APIS)))
+    init = F.col("api_key") == ApiKey.INIT_PRODUCER_ID
+    return (with_client_host(frames.where(F.col("api_key").isin(ApiKey.INIT_PRODUCER_ID, *TXN_APIS)))
             .withColumn("producer_id", F.when(init, response_str("$.producer_id").cast("long"))
                         .otherwise(F.col("producer_id")))
             .withColumn("producer_epoch", F.when(init, response_str("$.producer_epoch").cast("int"))
                         .otherwise(F.col("producer_epoch").cast("int")))
-            .withColumn("committed", F.when(F.col("api_key") == END_TXN,
+            .withColumn("committed", F.when(F.col("api_key") == ApiKey.END_TXN,
                                             request_str("$.committed").cast("boolean")))
             .withColumn("ts", F.coalesce("ts_request", "ts_response"))
             .where(F.col("producer_id") >= 0))
@@ -63,7 +61,7 @@ def transactions(frames: DataFrame, batches: DataFrame) -> DataFrame:
         F.concat_ws(":", "topic", F.col("partition").cast("string")).alias("tp"),
         F.lit(1).alias("batches"), F.col("record_count").alias("records"))
     events = requests.unionByName(data)
-    is_end = F.col("api_key") == END_TXN
+    is_end = F.col("api_key") == ApiKey.END_TXN
     w = (Window.partitionBy("producer_id", "producer_epoch").orderBy("ts", F.col("api_key").desc())
          .rowsBetween(Window.unboundedPreceding, -1))
     indexed = events.withColumn("txn_index", F.coalesce(F.sum(F.when(is_end, 1).otherwise(0)).over(w), F.lit(0)))
@@ -100,7 +98,7 @@ def producers(frames: DataFrame, batches: DataFrame) -> DataFrame:
         F.lit(1).alias("batches"), F.col("record_count").alias("records"), F.col("batch_bytes").alias("bytes"),
         "is_transactional")
     events = frame_side.unionByName(batch_side)
-    is_end = F.col("api_key") == END_TXN
+    is_end = F.col("api_key") == ApiKey.END_TXN
     agg = events.groupBy("producer_key").agg(
         F.max("transactional_id").alias("transactional_id"),
         F.max_by("producer_id", last).alias("producer_id"),

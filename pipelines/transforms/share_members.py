@@ -5,23 +5,22 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from kafkatap.pipelines.transforms.common import (
-    SHARE_ACKNOWLEDGE, SHARE_FETCH, SHARE_GROUP_HEARTBEAT, capture_bounds, is_ok, nonempty, response_str,
-    with_client_host,
-)
+from kafkatap.dissect.protocol.generated.api_keys import ApiKey
+from kafkatap.pipelines.transforms.common import capture_bounds, is_ok, nonempty, response_str, with_client_host
 from kafkatap.pipelines.transforms.members import DEFAULT_SESSION_TIMEOUT_MS
 
 SHARE_FENCING = ["FENCED_MEMBER_EPOCH", "UNKNOWN_MEMBER_ID"]
 
 
 def share_members(frames: DataFrame, share: DataFrame) -> DataFrame:
-    member = F.coalesce(F.when(F.col("api_key") == SHARE_GROUP_HEARTBEAT, nonempty(response_str("$.member_id"))),
+    member = F.coalesce(F.when(F.col("api_key") == ApiKey.SHARE_GROUP_HEARTBEAT, nonempty(response_str("$.member_id"))),
                         nonempty(F.col("member_id")))
-    sf = (with_client_host(frames.where(F.col("api_key").isin(SHARE_GROUP_HEARTBEAT, SHARE_FETCH, SHARE_ACKNOWLEDGE)))
+    sf = (with_client_host(frames.where(F.col("api_key").isin(ApiKey.SHARE_GROUP_HEARTBEAT, ApiKey.SHARE_FETCH,
+                                                               ApiKey.SHARE_ACKNOWLEDGE)))
           .withColumn("member_id", member).where(F.col("member_id").isNotNull() & F.col("group_id").isNotNull())
           .withColumn("ts", F.coalesce("ts_request", "ts_response")))
-    hb = F.col("api_key") == SHARE_GROUP_HEARTBEAT
-    fetch = F.col("api_key") == SHARE_FETCH
+    hb = F.col("api_key") == ApiKey.SHARE_GROUP_HEARTBEAT
+    fetch = F.col("api_key") == ApiKey.SHARE_FETCH
     last = F.struct("ts", "correlation_id")
     agg = sf.groupBy("group_id", "member_id").agg(
         F.min_by("client_id", "ts").alias("client_id"), F.min_by("client_host", "ts").alias("client_host"),
@@ -29,7 +28,7 @@ def share_members(frames: DataFrame, share: DataFrame) -> DataFrame:
         F.sort_array(F.collect_set(F.when(hb & is_ok(F.col("error_code")) & (F.col("response_member_epoch") > 0),
                                           F.col("response_member_epoch")))).alias("member_epochs"),
         F.count(F.when(fetch & (F.col("share_session_epoch") == 0), 1)).alias("share_sessions"),
-        F.max(F.when(F.col("api_key").isin(SHARE_FETCH, SHARE_ACKNOWLEDGE), F.col("share_session_epoch")))
+        F.max(F.when(F.col("api_key").isin(ApiKey.SHARE_FETCH, ApiKey.SHARE_ACKNOWLEDGE), F.col("share_session_epoch")))
         .alias("max_share_session_epoch"),
         F.count(F.when(fetch, 1)).alias("share_fetches"),
         F.max_by(F.when(hb & (F.col("member_epoch") == -1), F.lit("leave")).otherwise(F.lit("request")), last)

@@ -10,7 +10,8 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from kafkatap.pipelines.transforms.common import OFFSET_COMMIT, nonempty, request_str
+from kafkatap.dissect.protocol.generated.api_keys import ApiKey
+from kafkatap.pipelines.transforms.common import nonempty, request_str
 
 COMMIT = "struct<topics:array<struct<name:string,partitions:array<struct<partition_index:int,committed_offset:bigint>>>>>"
 
@@ -18,7 +19,7 @@ COMMIT = "struct<topics:array<struct<name:string,partitions:array<struct<partiti
 def commits(frames: DataFrame) -> DataFrame:
     """Offsets members committed or tried to commit (rejected commits included: they still state the position the
     client had reached): (group_id, member_id, topic, partition, committed_offset, ts)."""
-    c = (frames.where(F.col("api_key") == OFFSET_COMMIT)
+    c = (frames.where(F.col("api_key") == ApiKey.OFFSET_COMMIT)
          .select("group_id", F.coalesce(nonempty(F.col("member_id")), request_str("$.member_id")).alias("member_id"),
                  F.coalesce("ts_request", "ts_response").alias("ts"),
                  F.from_json(F.col("request_json"), COMMIT).alias("j")))

@@ -9,9 +9,8 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from kafkatap.pipelines.transforms.common import (
-    CONSUMER_GROUP_HEARTBEAT, JOIN_GROUP, OFFSET_FETCH, SYNC_GROUP, group_kinds, is_ok, response_str, with_client_host,
-)
+from kafkatap.dissect.protocol.generated.api_keys import ApiKey
+from kafkatap.pipelines.transforms.common import group_kinds, is_ok, response_str, with_client_host
 from kafkatap.pipelines.transforms.duplicates.commits import commits, with_consumed
 from kafkatap.pipelines.transforms.duplicates.segments import OUTPUT, islands, sweep
 from kafkatap.pipelines.transforms.links import link_deliveries
@@ -91,12 +90,12 @@ def _group_events(frames: DataFrame, fenced: DataFrame) -> DataFrame:
     """(group_id, ts, rank) of events that explain a redelivery: fencing (3) > rebalance (2) > offset fetch (1)."""
     ts = F.coalesce("ts_request", "ts_response")
     rebalance = frames.where(
-        F.col("api_key").isin(JOIN_GROUP, SYNC_GROUP)
-        | ((F.col("api_key") == CONSUMER_GROUP_HEARTBEAT) & is_ok(F.col("error_code"))
+        F.col("api_key").isin(ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP)
+        | ((F.col("api_key") == ApiKey.CONSUMER_GROUP_HEARTBEAT) & is_ok(F.col("error_code"))
            & (response_str("$.assignment").isNotNull() | (F.col("response_member_epoch") > F.col("member_epoch")))))
     return (fenced.where(F.col("group_id").isNotNull()).select("group_id", "ts", F.lit(3).alias("rank"))
             .unionByName(rebalance.select("group_id", ts.alias("ts"), F.lit(2).alias("rank")))
-            .unionByName(frames.where(F.col("api_key") == OFFSET_FETCH)
+            .unionByName(frames.where(F.col("api_key") == ApiKey.OFFSET_FETCH)
                          .select("group_id", ts.alias("ts"), F.lit(1).alias("rank")))
             .where(F.col("group_id").isNotNull()))
 
