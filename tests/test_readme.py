@@ -4,13 +4,14 @@ from pathlib import Path
 
 import pytest
 
+from kafkatap.dissect import anomalies
 from kafkatap.dissect.tables import schema as dissect_schema
 from kafkatap.pipelines import schema as pipelines_schema
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
-@pytest.mark.parametrize("module", [dissect_schema, pipelines_schema], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("module", [dissect_schema, pipelines_schema, anomalies], ids=lambda m: m.__name__)
 def test_readme_schema_tables_match_the_code(module) -> None:
     text = README.read_text()
     begin, end = f"<!-- BEGIN {module.__name__} -->\n", f"<!-- END {module.__name__} -->"

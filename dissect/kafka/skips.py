@@ -4,16 +4,10 @@ over a megabyte is one row, not one per segment)."""
 
 from __future__ import annotations
 
+from kafkatap.dissect.anomalies import KINDS
 from kafkatap.dissect.kafka.account import Account
 from kafkatap.dissect.kafka.messages import Messages
 from kafkatap.dissect.streams.reassembly import Where
-
-SKIP_DETAIL = {
-    "resync": "bytes skipped while searching for the next plausible frame (after a gap, a bad size or mid-stream)",
-    "frame_lost_in_gap": "part of a frame that a capture gap cut: the frame cannot be decoded",
-    "oversize_frame": "a frame larger than the 100 MiB buffering cap, skipped by count",
-    "truncated_frame": "a frame cut short by the end of the connection or capture",
-}
 
 
 class Skips:
@@ -31,7 +25,7 @@ class Skips:
     def on_skip(self, reason: str, nbytes: int, offset: int, where: Where) -> None:
         if reason == "bad_length":
             self.flush()
-            self.out.anomaly("bad_length", "impossible frame size prefix: resynchronising", where, self.conn_id,
+            self.out.anomaly("bad_length", KINDS["bad_length"].meaning, where, self.conn_id,
                              self.direction, offset, 0)
             return
         self.account.skipped(self.direction, reason, nbytes)
@@ -49,4 +43,4 @@ class Skips:
             return
         self.run = None
         reason, offset, nbytes, where = run
-        self.out.anomaly(reason, SKIP_DETAIL.get(reason, reason), where, self.conn_id, self.direction, offset, nbytes)
+        self.out.anomaly(reason, KINDS[reason].meaning, where, self.conn_id, self.direction, offset, nbytes)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafkatap.dissect.anomalies import KINDS
 from kafkatap.dissect.kafka import share
 from kafkatap.dissect.kafka.extract import RESPONSE_FIELDS, dumps, error_code, top_level
 from kafkatap.dissect.kafka.state import DIRECTIONS, REQUEST, RESPONSE, ConnState, Request, Response
@@ -194,6 +195,8 @@ class Rows:
     def anomaly(self, kind: str, detail: str, where: Where, conn_id: str | None, direction: int | None,
                 offset: int | None, nbytes: int, api_key: int | None = None,
                 correlation_id: int | None = None) -> None:
+        if kind not in KINDS:
+            raise ValueError(f"anomaly kind {kind!r} is not declared in dissect/anomalies.py")
         self.anomaly_counts[kind] = self.anomaly_counts.get(kind, 0) + 1
         self.anomalies.add((
             kind, detail, where.capture_file or None,

@@ -151,8 +151,8 @@ SHARE = table(
 
 ANOMALIES = table(
     "Every problem met while dissecting, with where it was and what it cost.",
-    column("kind", pa.string(), "What went wrong (`gap`, `overlap_mismatch`, `malformed`, `unknown_api`, `tls`, "
-           "`malformed_consumer_protocol`, ...)."),
+    column("kind", pa.string(), "What went wrong: one of the closed list of kinds under \"Anomalies\" above "
+           "(`dissect/anomalies.py`)."),
     column("detail", pa.string(), "A sentence explaining this occurrence."),
     column("capture_file", pa.string(), "Capture file the problem was found in."),
     column("packet_index", pa.int64(), "Index of the packet in that file (0-based), where it applies."),
