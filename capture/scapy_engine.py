@@ -1,8 +1,8 @@
 """Fallback engine when neither dumpcap nor tcpdump is installed: scapy's packet socket, written with PcapWriter.
 
-Run as a child process (`python -m kafkatap.capture.scapy_engine`) that speaks like dumpcap on its pipes ("File: NAME" and
-"Packets: N" on stderr, each closed file's name on stdout, "Packets captured: N" at exit), so the capture command
-drives every engine the same way. It rotates files itself: kafkatap_00001.pcap, ... (a ring of --ring-files).
+Run as a child process (`python -m kafkatap.capture.scapy_engine`) that speaks like dumpcap on its pipes
+("File: NAME" and "Packets: N" on stderr, each closed file's name on stdout, "Packets captured: N" at exit), so the
+capture command drives every engine the same way. It rotates files itself: kafkatap_00001.pcap, ... (a ring of --ring-files).
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from scapy.packet import Raw
 from scapy.utils import PcapNgWriter
 
 from kafkatap.dissect.protocol import (decode_request, decode_response, encode_request, encode_request_header,
-                              encode_response, encode_response_header, error_name)
+                                       encode_response, encode_response_header, error_name)
 from kafkatap.samples.truth import api_name
 
 MSS = 1448

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Built from a copy of the checkout, so a stale build/ folder can neither leak into the wheel nor be left behind."""
+    """Built from a copy of the checkout, so a stale build/ folder can neither leak into the wheel nor stay behind."""
     source, dist = tmp_path_factory.mktemp("source") / "kafkatap", tmp_path_factory.mktemp("dist")
     shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(".*", "build", "dist", "*.egg-info", "__pycache__",
                                                                  "demo-out", "tests", "benchmarks", "docs"))

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from kafkatap.dashboards.fragments import (Col, Section, empty, esc_plot, fmt_conn, fmt_int, fmt_text, fmt_ts, fmt_ts_full,
-                                  is_true, note, table)
+from kafkatap.dashboards.fragments import (Col, Section, empty, esc_plot, fmt_conn, fmt_int, fmt_text, fmt_ts,
+                                           fmt_ts_full, is_true, note, table)
 from kafkatap.dashboards.load import Report
 
 

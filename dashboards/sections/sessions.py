@@ -3,8 +3,8 @@ as sortable tables."""
 
 from __future__ import annotations
 
-from kafkatap.dashboards.fragments import (Col, Section, empty, fmt_bytes, fmt_int, fmt_list, fmt_ts, fmt_us,
-                                  heading, table)
+from kafkatap.dashboards.fragments import (Col, Section, empty, fmt_bytes, fmt_int, fmt_list, fmt_ts, fmt_us, heading,
+                                           table)
 from kafkatap.dashboards.load import Report
 
 TS = fmt_ts

@@ -7,8 +7,8 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from kafkatap.dashboards.charts import figure
-from kafkatap.dashboards.fragments import (Col, Section, card, cards, empty, esc_plot, fmt_acks, fmt_int, fmt_ts, heading,
-                                  note, table)
+from kafkatap.dashboards.fragments import (Col, Section, card, cards, empty, esc_plot, fmt_acks, fmt_int, fmt_ts,
+                                           heading, note, table)
 from kafkatap.dashboards.load import Report
 
 ACKS = [("accepted", "accept", "#10b981"), ("released", "release", "#f59e0b"), ("rejected", "reject", "#ef4444"),

@@ -16,9 +16,9 @@ from collections.abc import Callable
 
 from kafkatap.dissect.errors import DecodeError
 from kafkatap.dissect.kafka.framing import MAX_FRAME, MORE, NO, YES
-from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 from kafkatap.dissect.protocol import (decode_request, decode_request_header, decode_response, decode_response_header,
-                              is_known, request_header_version)
+                                       is_known, request_header_version)
+from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 
 _REQUEST_HEAD = struct.Struct(">ihhih").unpack_from  # size, api_key, api_version, correlation_id, client_id length
 _RESPONSE_HEAD = struct.Struct(">ii").unpack_from  # size, correlation_id

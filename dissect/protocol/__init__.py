@@ -1,8 +1,8 @@
 """Schema-driven codec for every Kafka request and response (api keys 0-94, every version of either schema set).
 
-Tables are generated from Kafka's JSON schemas (`python -m kafkatap.dissect.protocol.generate`); decoders are compiled once
-per (api_key, version, direction) at first use. See docs in codec.py and interfaces.md. The classic consumer
-protocol carried inside JoinGroup / SyncGroup bytes is decoded by `dissect.protocol.embedded`.
+Tables are generated from Kafka's JSON schemas (`python -m kafkatap.dissect.protocol.generate`); decoders are
+compiled once per (api_key, version, direction) at first use. See docs in codec.py. The classic consumer protocol
+carried inside JoinGroup / SyncGroup bytes is decoded by `kafkatap.dissect.protocol.embedded`.
 """
 
 from kafkatap.dissect.protocol.codec import (

@@ -1,6 +1,6 @@
 """Kafka record data: magic 2 record batches, legacy magic 0/1 message sets, and their compression codecs.
 
-Final signature (the contract with the engine; interfaces.md has the same text under "records: final signature"):
+The contract with the dissector:
 
     split_batches(data: bytes | bytearray | memoryview, max_decompressed: int = 64 MiB)
         -> tuple[list[Batch], int, DecodeError | None]

@@ -17,7 +17,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaConsumer, KafkaProducer
 
 from kafkatap.samples.make import Env, Spec
-from kafkatap.samples.workloads.common import CONFLUENT, KAFKA_PYTHON, TANSU_SESSION_TIMEOUT_MS, delivery_recorder, payload
+from kafkatap.samples.workloads.common import (CONFLUENT, KAFKA_PYTHON, TANSU_SESSION_TIMEOUT_MS, delivery_recorder,
+                                               payload)
 from kafkatap.samples.workloads.member import member_epochs
 from kafkatap.samples.workloads.share_group import record_share_fences
 

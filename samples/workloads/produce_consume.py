@@ -9,8 +9,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaConsumer, TopicPartition
 
 from kafkatap.samples.make import Env, Spec
-from kafkatap.samples.workloads.common import (CONFLUENT, KAFKA_PYTHON, TANSU_SESSION_TIMEOUT_MS, delivery_recorder, payload,
-                                      until)
+from kafkatap.samples.workloads.common import (CONFLUENT, KAFKA_PYTHON, TANSU_SESSION_TIMEOUT_MS, delivery_recorder,
+                                               payload, until)
 
 SPEC = Spec(
     name="produce_consume",
