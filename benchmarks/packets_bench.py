@@ -1,6 +1,6 @@
 """Packet-layer throughput: pcap -> reassembled TCP streams (dissect.streams.driver.run_streams), no Kafka decoding.
 
-Two synthetic capture shapes written with tests/pcaputil.py:
+Two synthetic capture shapes written with tests/support/pcap.py:
   loopback: 64 KB frames (what tcpdump sees on lo with GSO), one data frame per ACK;
   ethernet: 1,500-byte MTU frames from 64 interleaved connections, one pure ACK per two data frames.
 Prints packets/s and MB/s (file bytes) per shape, per second of CPU time of this process (the wall time is shown
@@ -17,7 +17,7 @@ import time
 
 
 from kafkatap.dissect.streams.driver import run_streams
-from tests.pcaputil import ACK, TcpFlow, tcp_frame
+from tests.support.pcap import ACK, TcpFlow, tcp_frame
 
 
 class CountingSink:

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.paths import PYPROJECT, ROOT
+
 LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
 
 REVERSED = """
@@ -61,7 +62,7 @@ def lint_imports(layout: Path, config: Path) -> subprocess.CompletedProcess:
 
 
 def test_layer_contracts_are_kept(layout: Path) -> None:
-    result = lint_imports(layout, ROOT / "pyproject.toml")
+    result = lint_imports(layout, PYPROJECT)
     assert result.returncode == 0, result.stdout + result.stderr
     assert " 0 broken" in result.stdout
 

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.paths import ROOT
+
 WHEELHOUSE = Path(sys.prefix) / "wheelhouse"
 
 pytestmark = pytest.mark.slow

@@ -1,14 +1,11 @@
 """The README's schema tables are rendered from the schema modules: this keeps the documented contract true."""
 
-from pathlib import Path
-
 import pytest
 
 from kafkatap.dissect import anomalies
 from kafkatap.dissect.tables import schema as dissect_schema
 from kafkatap.pipelines import schema as pipelines_schema
-
-README = Path(__file__).resolve().parents[1] / "README.md"
+from tests.support.paths import README
 
 
 @pytest.mark.parametrize("module", [dissect_schema, pipelines_schema, anomalies], ids=lambda m: m.__name__)

@@ -12,7 +12,7 @@ Two real producers write the batches:
 
 Each case writes NAME.bin (the records bytes) and NAME.json (what the producer was asked to send).
 Usage: .venv/bin/python tests/data/records/make_golden.py [--librdkafka-only]
-tests/test_records_live.py reuses start_tansu, Proxy and messages from here.
+tests/dissect/records/test_live.py reuses start_tansu, Proxy and messages from here.
 """
 
 from __future__ import annotations

@@ -1,0 +1,136 @@
+"""The dashboard's reading and rendering, on the hand-made report of tests/support/report.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from kafkatap.dashboards.build import render_dashboard, write_dashboard
+from kafkatap.dashboards.charts import MAX_BUCKETS, rebucket
+from kafkatap.dashboards.cli import main as cli_main
+from kafkatap.dashboards.fragments import Col, fmt_int, table
+from kafkatap.dashboards.load import Report
+from kafkatap.dashboards.sections.share import delivery_counts
+from kafkatap.pipelines.schema import TABLES
+from tests.support.report import FENCED_MEMBER, HOSTILE, duplicates, write_report, write_table
+
+
+@pytest.fixture(scope="module")
+def report_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_report(tmp_path_factory.mktemp("report"))
+
+
+def test_load_reads_every_declared_table(report_dir: Path) -> None:
+    report = Report(str(report_dir))
+    assert report.absent == []
+    assert report.summary["fenced_epochs"] == 3
+    members = report.frame("sessions/members")
+    assert list(members.columns) == TABLES["sessions/members"].names
+    assert members["first_seen"].dt.tz is None  # naive UTC for plotly
+    connections = report.frame("sessions/connections")
+    assert connections["requests_by_api"].iloc[0] == {"Produce": 400, "EndTxn": 4, "InitProducerId": 2}
+
+
+def test_absent_tables_and_columns_read_as_empty_and_null(tmp_path: Path) -> None:
+    write_table(tmp_path, "sessions/members", [])
+    folder = tmp_path / "fenced_epochs"
+    folder.mkdir()
+    pq.write_table(pa.table({"kind": ["producer"], "stale_epoch": pa.array([1], pa.int32())}),
+                   folder / "part-0.parquet")
+    report = Report(str(tmp_path))
+    assert "throughput/data" in report.absent and "sessions/members" not in report.absent
+    assert report.frame("throughput/data").empty
+    fenced = report.frame("fenced_epochs")
+    assert list(fenced.columns) == TABLES["fenced_epochs"].names
+    assert fenced["error_name"].isna().all() and fenced["stale_epoch"].tolist() == [1]
+
+
+def test_missing_report_folder_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="kafkatap analyze"):
+        Report(str(tmp_path / "nope"))
+
+
+def test_untrusted_ids_are_escaped_everywhere(report_dir: Path) -> None:
+    html = render_dashboard(Report(str(report_dir)))
+    assert HOSTILE not in html
+    assert "<script>alert" not in html
+    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in html  # shown as text in the tables
+
+
+def test_every_section_is_on_the_page_with_its_anchor(report_dir: Path) -> None:
+    html = render_dashboard(Report(str(report_dir)))
+    for anchor in ("overview", "throughput", "latency", "groups", "producers", "share", "fencings", "duplicates",
+                   "sessions"):
+        assert f'id="{anchor}"' in html and f'href="#{anchor}"' in html
+    assert "<script src=" not in html and "<link" not in html  # nothing loaded from the network
+    assert FENCED_MEMBER in html and "FENCED_MEMBER_EPOCH" in html and "PRODUCER_FENCED" in html
+    assert "inferred: no broker error" in html  # the classic zombie's hover says why it counts as fenced
+
+
+def test_empty_report_says_what_would_fill_each_section(tmp_path: Path) -> None:
+    html = render_dashboard(Report(str(tmp_path)))
+    for what in ("No record data", "No consumer or share groups", "No fencings", "No duplicate deliveries",
+                 "No share groups", "No idempotent or transactional producers"):
+        assert what in html
+
+
+def test_tables_cap_their_rows_and_say_where_the_rest_is() -> None:
+    df = pd.DataFrame({"n": range(1200)})
+    html = table(df, [Col("n", "n", fmt_int, numeric=True)], table_id="t", source="x/y", max_rows=500)
+    assert html.count("<tr>") == 501 and "first 500 of 1,200 rows" in html and "<code>x/y</code>" in html
+
+
+def test_long_captures_are_rebucketed_before_plotting() -> None:
+    day = pd.DataFrame({"window_start": pd.date_range("2026-01-01", periods=86_400, freq="1s"), "bytes": 1})
+    out, index = rebucket(day, "window_start", [], ["bytes"], pd.Timedelta("1s"), {})
+    assert len(out) <= MAX_BUCKETS and out["bytes"].sum() == 86_400 and index.freq == pd.Timedelta("5min")
+    # a burst in a long capture is bucketed for the whole capture's span, not for the burst's
+    burst = day.head(60)
+    out, index = rebucket(burst, "window_start", [], ["bytes"], pd.Timedelta("1s"),
+                          {"capture_start": "2026-01-01T00:00:00Z", "capture_end": "2026-01-02T00:00:00Z"})
+    assert len(index) <= MAX_BUCKETS + 1 and out["bytes"].sum() == 60
+
+
+def test_epochs_are_marked_where_they_were_handed(report_dir: Path) -> None:
+    html = render_dashboard(Report(str(report_dir)))
+    # hover texts, inside the figures' JSON (plotly escapes <, / and non-ASCII there)
+    assert "\\u003e4\\u003c\\u002fb\\u003e handed to " + FENCED_MEMBER in html
+    assert "by ConsumerGroupHeartbeat response corr 103" in html
+
+
+def test_duplicate_card_counts_proven_ranges_and_names_the_others(report_dir: Path, tmp_path: Path) -> None:
+    root = write_report(tmp_path)
+    extra = {"kind": "consumer_group", "group_id": "orders-cg", "topic": "orders", "partition": 3, "first_offset": 0,
+             "last_offset": 9, "records": 10, "deliveries": 2, "cause": "rebalance", "possible": False}
+    write_table(root, "duplicate_deliveries", [*duplicates(), {**extra, "wire_only": True},
+                                               {**extra, "kind": "producer", "possible": True}])
+    html = render_dashboard(Report(str(root)))
+    assert "70 records delivered again" in html  # 50 + 10 + 10 of the proven rows, as summary.json counts them
+    assert "2 more possible or wire-only ranges listed" in html
+    assert "Grey rows (1) are wire-only" in html
+
+
+def test_write_dashboard_creates_the_file(report_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "sub" / "dashboard.html"
+    write_dashboard(str(report_dir), str(out))
+    assert out.stat().st_size > 1_000_000  # plotly.js is inlined
+    assert not list(out.parent.glob(".dashboard-*"))
+
+
+def test_delivery_counts_spread_each_range_over_its_deliveries() -> None:
+    # 100 records acquired: a 10-record range delivered twice (count 2 at the redelivery), a 1-record range three
+    # times (count 3 at the last), and 100 - 10*2 - 1*3 = 77 records delivered once
+    ranges = pd.DataFrame({"deliveries": [2, 3], "delivery_count": [2, 3], "records": [10, 1]})
+    assert delivery_counts(100, ranges).to_dict() == {1: 77 + 10 + 1, 2: 10 + 1, 3: 1}
+
+
+def test_cli_writes_the_page_and_refuses_a_missing_report(report_dir: Path, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture) -> None:
+    out = tmp_path / "d.html"
+    assert cli_main([str(report_dir), "-o", str(out)]) == 0 and out.exists()
+    assert cli_main([str(tmp_path / "missing"), "-o", str(tmp_path / "x.html")]) == 2
+    assert "kafkatap analyze" in capsys.readouterr().err

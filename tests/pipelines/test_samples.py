@@ -1,0 +1,112 @@
+"""End to end: the bundled sample captures, dissected and analyzed, against the samples' ground truth.
+
+Each sample is dissected (with records) and its fencings, duplicate deliveries and produced records are computed
+with the transforms' functions and compared with the truth the workload recorded; one sample also goes through
+`kafkatap analyze` end to end.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+import pyarrow.parquet as pq
+from pyspark.sql import functions as F
+
+from kafkatap.pipelines import schema
+from kafkatap.pipelines.submit import analyze
+from kafkatap.pipelines.transforms.duplicates.table import duplicate_deliveries
+from kafkatap.pipelines.transforms.fenced import fenced_epochs
+from kafkatap.pipelines.transforms.members import member_spans, members
+from kafkatap.pipelines.report import read_inputs
+from kafkatap.pipelines.testing import rows
+from tests.support.paths import SAMPLES
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+TRUTHS = sorted(p for p in SAMPLES.glob("*.truth.json") if (SAMPLES / json.loads(p.read_text())["capture"]).exists())
+
+
+@pytest.fixture(scope="session")
+def dissected(tmp_path_factory) -> dict[str, tuple[dict, Path]]:
+    """Every sample dissected with records: {sample: (truth, OUT)}."""
+    if not TRUTHS:
+        pytest.skip("no sample captures with ground truth")
+    from kafkatap.dissect.run import dissect_captures
+
+    work = tmp_path_factory.mktemp("samples")
+    out = {}
+    for path in TRUTHS:
+        truth = json.loads(path.read_text())
+        dissect_captures([str(SAMPLES / truth["capture"])], str(work / truth["sample"]), ports=truth["broker_ports"],
+                         records=True)
+        out[truth["sample"]] = (truth, work / truth["sample"])
+    return out
+
+
+@pytest.fixture(scope="session")
+def results(spark, dissected) -> dict[str, dict[str, list[dict]]]:
+    """Per sample, the transforms' pure functions collected directly (no report written: the Parquet round trip is
+    tested once, in test_analyze_writes_the_report)."""
+    out = {}
+    for sample, (truth, root) in dissected.items():
+        inp = read_inputs(spark, str(root))
+        fenced = fenced_epochs(inp.frames, inp.batches)
+        spans = member_spans(members(inp.frames, inp.batches))
+        dups = duplicate_deliveries(inp.frames, inp.batches, inp.records, inp.share, spans, fenced)
+        produced = (inp.batches.where((F.col("direction") == "produce") & ~F.col("is_control"))
+                    .groupBy("topic", "partition").agg(F.sum("record_count").alias("records")))
+        out[sample] = {"fenced": rows(fenced.drop("ts")), "dups": rows(dups.drop("first_delivery_ts", "redelivery_ts")),
+                       "produced": rows(produced)}
+    return out
+
+
+@pytest.mark.parametrize("sample", [p.name.removesuffix(".truth.json") for p in TRUTHS])
+def test_fenced_epochs_match_truth(dissected, results, sample):
+    truth = dissected[sample][0]
+    keys = ("kind", "group_id", "transactional_id", "member_id", "producer_id", "error_name", "client_id")
+    got = Counter(tuple(r[k] for k in keys) for r in results[sample]["fenced"])
+    want = Counter(tuple(f[k] for k in keys) for f in truth["fenced_epochs"])
+    assert got == want
+
+
+@pytest.mark.parametrize("sample", [p.name.removesuffix(".truth.json") for p in TRUTHS])
+def test_duplicate_deliveries_match_truth(dissected, results, sample):
+    truth = dissected[sample][0]
+    keys = ("kind", "group_id", "topic", "partition", "first_offset", "last_offset", "deliveries")
+    mine = [r for r in results[sample]["dups"] if not r["possible"] and not r["wire_only"]]
+    assert Counter(tuple(r[k] for k in keys) for r in mine) == Counter(
+        tuple(d[k] for k in keys) for d in truth["duplicate_deliveries"])
+    again: Counter = Counter()
+    for r in mine:
+        again[r["kind"]] += r["records"] * (r["deliveries"] - 1)
+    assert {k: v for k, v in again.items() if v} == {k: v for k, v in truth["duplicate_records"].items() if v}
+
+
+@pytest.mark.parametrize("sample", [p.name.removesuffix(".truth.json") for p in TRUTHS])
+def test_records_per_partition_match_truth(dissected, results, sample):
+    truth = dissected[sample][0]
+    produced = {f"{r['topic']}/{r['partition']}": r["records"] for r in results[sample]["produced"]}
+    assert produced == truth["produced_by_partition"]
+
+
+def test_analyze_writes_the_report(spark, dissected, tmp_path):
+    """The whole `kafkatap analyze` path on classic_group (a fenced member, re-deliveries, several generations):
+    Parquet tables with the declared schemas and summary.json."""
+    truth, root = dissected["classic_group"]
+    report = tmp_path / "report"
+    assert analyze.main([str(root), "-o", str(report), "--window", "500ms"]) == 0
+    summary = json.loads((report / "summary.json").read_text())
+    for name, declared in schema.TABLES.items():
+        assert pq.read_schema(next((report / name).glob("*.parquet"))).names == declared.names, name
+    assert truth["fenced_epochs"] and summary["fenced_epochs"] == len(truth["fenced_epochs"])
+    assert summary["duplicate_records"] == {k: v for k, v in truth["duplicate_records"].items() if v}
+    assert summary["window"] == "500ms" and summary["frames"] > 0 and summary["capture_span_s"] > 0
+    events = pq.read_table(report / "sessions/epoch_events").to_pylist()
+    members_ = pq.read_table(report / "sessions/members").to_pylist()
+    handed = {(e["group_id"], e["member_id"], e["epoch"]) for e in events if e["kind"] == "classic_group"}
+    assert handed and handed == {(m["group_id"], m["member_id"], g) for m in members_ for g in m["generations"]
+                                 if m["kind"] == "classic_group"}

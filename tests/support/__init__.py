@@ -1,0 +1,1 @@
+"""Helpers shared by the test modules, so that no test module imports another."""

@@ -1,0 +1,12 @@
+"""The repository's files, located from here: a test's own `__file__` depends on how deep it sits in tests/."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
+PYPROJECT = ROOT / "pyproject.toml"
+SAMPLES = ROOT / "samples"
+DATA = ROOT / "tests" / "data"
+GOLDEN = ROOT / "tests" / "golden"

@@ -1,0 +1,217 @@
+"""A hand-made analysis report, written with pyarrow to `pipelines.schema`, for the dashboard's tests.
+
+A small but complete story: a transactional producer whose zombie instance is fenced (PRODUCER_FENCED), a KIP-848
+member fenced with FENCED_MEMBER_EPOCH whose partitions are re-fetched by another member, a classic group with an
+inferred (zombie) fencing, a share group that redelivers a released range, and a client whose id is an HTML
+injection attempt.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from kafkatap.pipelines.schema import TABLES
+
+T0 = datetime(2026, 11, 22, 10, 0, 0, tzinfo=timezone.utc)
+SPAN_S = 90
+BROKER = "127.0.0.1:9092"
+HOSTILE = '<script>alert("x")</script>'
+FENCED_MEMBER = "ZmVuY2VkX21lbWJlcl9CX18"
+LIVE_MEMBER = "Qk5hY2tldEFfbWVtYmVyMDE"
+REJOINED_MEMBER = "cmVqb2luZWRfbWVtYmVyX0I"
+CLASSIC_MEMBER = "legacy-1-6f1c2a"
+
+
+def at(seconds: float) -> datetime:
+    return T0 + timedelta(seconds=seconds)
+
+
+def conn(port: int) -> str:
+    return f"127.0.0.1:{port}>{BROKER}@{int(T0.timestamp() * 1e6)}"
+
+
+def _connections() -> list[dict]:
+    rows = []
+    for port, client, apis in [(50001, "orders-producer", {"Produce": 400, "EndTxn": 4, "InitProducerId": 2}),
+                               (50002, "orders-producer", {"Produce": 12, "InitProducerId": 1}),
+                               (50003, "consumer-a", {"ConsumerGroupHeartbeat": 30}),
+                               (50004, "consumer-b", {"ConsumerGroupHeartbeat": 25}),
+                               (50005, "consumer-a", {"Fetch": 300, "Metadata": 2}),
+                               (50006, HOSTILE, {"Fetch": 80, "JoinGroup": 2, "LeaveGroup": 1}),
+                               (50007, "share-1", {"ShareFetch": 60, "ShareGroupHeartbeat": 12})]:
+        rows.append({
+            "conn_id": conn(port), "client_addr": f"127.0.0.1:{port}", "broker_addr": BROKER,
+            "client_host": "127.0.0.1", "client_id": client, "client_ids": [client], "first_seen": at(1),
+            "last_seen": at(SPAN_S - 1), "requests": sum(apis.values()), "requests_by_api": list(apis.items()),
+            "request_bytes": 1000 * sum(apis.values()), "response_bytes": 700 * sum(apis.values()),
+            "errors": 1 if port in (50002, 50004) else 0, "unpaired": 0, "latency_p50_us": 900 + port % 7 * 100,
+            "latency_p99_us": 8000 + port % 5 * 1000,
+        })
+    return rows
+
+
+def _members() -> list[dict]:
+    base = {"kind": "consumer_group", "group_id": "orders-cg", "client_host": "127.0.0.1", "joins": 1,
+            "heartbeats": 20, "assignment_changes": 2, "generations": []}
+    return [
+        {**base, "member_id": LIVE_MEMBER, "client_id": "consumer-a", "conn_ids": [conn(50003)],
+         "first_seen": at(5), "last_seen": at(88), "member_epochs": [1, 3, 5], "ended": "alive", "end_ts": at(88),
+         "final_assignment": ["orders:0", "orders:1"], "partitions_gained": ["orders:0", "orders:1"]},
+        {**base, "member_id": FENCED_MEMBER, "client_id": "consumer-b", "conn_ids": [conn(50004)],
+         "first_seen": at(8), "last_seen": at(50), "member_epochs": [2, 4], "ended": "fenced", "end_ts": at(50),
+         "end_error": "FENCED_MEMBER_EPOCH", "partitions_lost": ["orders:0"]},
+        {**base, "member_id": REJOINED_MEMBER, "client_id": "consumer-b", "conn_ids": [conn(50004)],
+         "first_seen": at(52), "last_seen": at(88), "member_epochs": [6], "ended": "alive", "end_ts": at(88)},
+        {**base, "kind": "classic_group", "group_id": "legacy-grp", "member_id": CLASSIC_MEMBER, "client_id": HOSTILE,
+         "conn_ids": [conn(50006)], "first_seen": at(3), "last_seen": at(70), "generations": [1, 2],
+         "member_epochs": [], "ended": "left", "end_ts": at(70)},
+    ]
+
+
+def _producers() -> list[dict]:
+    return [
+        {"transactional_id": "orders-tx", "producer_id": 1000, "producer_ids": [1000], "client_id": "orders-producer",
+         "client_host": "127.0.0.1", "first_seen": at(2), "last_seen": at(89), "epochs": [0, 1], "transactions": 4,
+         "commits": 3, "aborts": 1, "failed_end_txns": 0, "batches": 400, "records": 4000, "bytes": 400_000,
+         "ended": "open_transaction", "end_ts": at(80)},
+        {"producer_id": 2001, "producer_ids": [2001], "client_id": "idem-producer", "client_host": "127.0.0.1",
+         "first_seen": at(4), "last_seen": at(85), "epochs": [0], "transactions": 0, "commits": 0, "aborts": 0,
+         "failed_end_txns": 0, "batches": 120, "records": 1200, "bytes": 90_000, "ended": "active", "end_ts": at(85)},
+    ]
+
+
+def _transactions() -> list[dict]:
+    spans = [(0, 0, 10, 12, "commit"), (0, 1, 20, 22, "abort"), (1, 0, 35, 36, "commit"), (1, 1, 45, 47, "commit"),
+             (1, 2, 80, None, "open")]
+    return [{"transactional_id": "orders-tx", "producer_id": 1000, "producer_epoch": epoch, "txn_index": index,
+             "start_ts": at(start), "end_ts": at(end) if end else None, "outcome": outcome,
+             "end_error": "NONE" if end else None, "batches": 10, "records": 100,
+             "partitions": ["orders:0", "orders:1"]}
+            for epoch, index, start, end, outcome in spans]
+
+
+def _share_members() -> list[dict]:
+    return [
+        {"group_id": "share-g", "member_id": "c2hhcmVfbWVtYmVyXzAwMQ", "client_id": "share-1",
+         "client_host": "127.0.0.1", "first_seen": at(6), "last_seen": at(87), "member_epochs": [1, 2],
+         "share_sessions": 1, "max_share_session_epoch": 40, "share_fetches": 41, "acquired_ranges": 20,
+         "acquired_records": 200, "accepted": 180, "released": 10, "rejected": 5, "renewed": 0, "ended": "alive",
+         "end_ts": at(87)},
+        {"group_id": "share-g", "member_id": "c2hhcmVfbWVtYmVyXzAwMg", "client_id": "share-2",
+         "client_host": "127.0.0.1", "first_seen": at(30), "last_seen": at(60), "member_epochs": [3],
+         "share_sessions": 1, "max_share_session_epoch": 12, "share_fetches": 12, "acquired_ranges": 12,
+         "acquired_records": 120, "accepted": 115, "released": 0, "rejected": 0, "renewed": 5, "ended": "left",
+         "end_ts": at(60)},
+    ]
+
+
+def _fenced() -> list[dict]:
+    return [
+        {"kind": "consumer_group", "group_id": "orders-cg", "member_id": FENCED_MEMBER, "client_id": "consumer-b",
+         "stale_epoch": 4, "current_epoch": 5, "error_code": 110, "error_name": "FENCED_MEMBER_EPOCH",
+         "current_epoch_source": f"ConsumerGroupHeartbeat response corr=41 conn={conn(50003)} at {at(48)}",
+         "api_key": 68, "api_name": "ConsumerGroupHeartbeat", "correlation_id": 57, "conn_id": conn(50004),
+         "ts": at(50), "inferred": False, "requests": 1},
+        {"kind": "producer", "transactional_id": "orders-tx", "producer_id": 1000, "client_id": "orders-producer",
+         "stale_epoch": 0, "current_epoch": 1, "error_code": 90, "error_name": "PRODUCER_FENCED",
+         "current_epoch_source": f"InitProducerId response corr=3 conn={conn(50001)} at {at(30)}",
+         "api_key": 0, "api_name": "Produce", "correlation_id": 88, "conn_id": conn(50002), "ts": at(40),
+         "inferred": False, "requests": 3},
+        {"kind": "classic_group", "group_id": "legacy-grp", "member_id": CLASSIC_MEMBER, "client_id": HOSTILE,
+         "stale_epoch": 1, "current_epoch": 2, "error_code": 0, "error_name": "NONE",
+         "current_epoch_source": f"JoinGroup response corr=9 conn={conn(50006)} at {at(33)}", "api_key": 8,
+         "api_name": "OffsetCommit", "correlation_id": 12, "conn_id": conn(50006), "ts": at(35), "inferred": True,
+         "requests": 2},
+    ]
+
+
+def duplicates() -> list[dict]:
+    return [
+        {"kind": "consumer_group", "group_id": "orders-cg", "topic": "orders", "partition": 0, "first_offset": 100,
+         "last_offset": 149, "records": 50, "deliveries": 2, "first_delivery_ts": at(45), "redelivery_ts": at(53),
+         "first_member_id": FENCED_MEMBER, "redelivery_member_id": LIVE_MEMBER, "first_conn_id": conn(50004),
+         "redelivery_conn_id": conn(50005), "first_client_id": "consumer-b", "redelivery_client_id": "consumer-a",
+         "cause": "fencing", "possible": False},
+        {"kind": "share_group", "group_id": "share-g", "topic": "tasks", "partition": 0, "first_offset": 10,
+         "last_offset": 19, "records": 10, "deliveries": 2, "first_delivery_ts": at(20), "redelivery_ts": at(24),
+         "first_member_id": "c2hhcmVfbWVtYmVyXzAwMQ", "redelivery_member_id": "c2hhcmVfbWVtYmVyXzAwMg",
+         "delivery_count": 2, "ack_history": [f"release@{at(22)}"], "cause": "released", "possible": False},
+        {"kind": "producer", "topic": "orders", "partition": 1, "first_offset": 300, "last_offset": 309, "records": 10,
+         "deliveries": 2, "first_delivery_ts": at(60), "redelivery_ts": at(61), "producer_id": 2001,
+         "producer_epoch": 0, "base_sequence": 40, "original_offset": 290, "cause": "retry_appended_twice",
+         "possible": False},
+    ]
+
+
+def _epoch_events() -> list[dict]:
+    base = {"kind": "consumer_group", "group_id": "orders-cg", "api_name": "ConsumerGroupHeartbeat"}
+    handed = [(LIVE_MEMBER, 1, None, 5), (FENCED_MEMBER, 2, None, 8), (LIVE_MEMBER, 3, 1, 20),
+              (FENCED_MEMBER, 4, 2, 21), (LIVE_MEMBER, 5, 3, 49)]
+    return [{**base, "party": f"orders-cg/{m}", "member_id": m, "epoch": e, "previous_epoch": p, "ts": at(s),
+             "correlation_id": 100 + i, "conn_id": conn(50003)} for i, (m, e, p, s) in enumerate(handed)]
+
+
+def _throughput() -> tuple[list[dict], list[dict], list[dict]]:
+    data, requests, lag = [], [], []
+    for s in range(SPAN_S):
+        wave = 1 + 0.5 * math.sin(s / 7)
+        window = {"window_start": at(s), "window_end": at(s + 1)}
+        for direction, topic, client, records in [("produce", "orders", "orders-producer", 40),
+                                                  ("produce", "payments", "idem-producer", 15),
+                                                  ("fetch", "orders", "consumer-a", 35),
+                                                  ("fetch", "orders", HOSTILE, 5),
+                                                  ("share_fetch", "tasks", "share-1", 4)]:
+            n = int(records * wave)
+            data.append({**window, "direction": direction, "topic": topic, "partition": s % 2, "client_id": client,
+                         "broker_addr": BROKER, "batches": max(1, n // 10), "records": n, "bytes": n * 120})
+        for api_key, api, count in [(0, "Produce", 8), (1, "Fetch", 5), (68, "ConsumerGroupHeartbeat", 1),
+                                    (3, "Metadata", 0 if s % 10 else 1), (78, "ShareFetch", 1)]:
+            if not count:
+                continue
+            errors = 1 if (api == "Produce" and s == 40) or (api == "ConsumerGroupHeartbeat" and s == 50) else 0
+            base = {"Produce": 2000, "Fetch": 450_000, "ConsumerGroupHeartbeat": 1500}.get(api, 800) * wave
+            requests.append({**window, "api_key": api_key, "api_name": api, "broker_addr": BROKER,
+                             "requests": count, "errors": errors, "error_rate": errors / count, "unpaired": 0,
+                             "request_bytes": 500 * count, "response_bytes": 300 * count,
+                             "latency_p50_us": int(base), "latency_p95_us": int(base * 2.5),
+                             "latency_p99_us": int(base * 4), "latency_max_us": int(base * 5)})
+        lag.append({**window, "topic": "orders", "partition": 0, "client_id": "consumer-a", "high_watermark": 40 * s,
+                    "next_offset": 40 * s - int(30 * wave), "lag": int(30 * wave)})
+    return data, requests, lag
+
+
+def summary() -> dict:
+    return {"frames": 930, "capture_start": at(0).isoformat(), "capture_end": at(SPAN_S).isoformat(),
+            "capture_span_s": float(SPAN_S), "connections": 7, "clients": 6, "brokers": 1, "groups": 3, "members": 6,
+            "producers": 2, "transactions": {"commit": 3, "abort": 1, "open": 1}, "fenced_epochs": 3,
+            "fenced_epochs_by_kind": {"consumer_group": 1, "producer": 1, "classic_group": 1, "inferred": 1},
+            "duplicate_ranges": {"consumer_group": 1, "share_group": 1, "producer": 1},
+            "duplicate_records": {"consumer_group": 50, "share_group": 10, "producer": 10},
+            "produced_records": 4950, "fetched_records": 3600, "errors": 2, "anomalies": 1, "window": "1s"}
+
+
+def write_table(root: Path, name: str, rows: list[dict]) -> None:
+    folder = root / name
+    folder.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(rows, schema=TABLES[name]), folder / "part-00000.parquet")
+    (folder / "_SUCCESS").write_text("")
+
+
+def write_report(root: Path) -> Path:
+    """A complete report in `root` (every table of pipelines.schema plus summary.json)."""
+    data, requests, lag = _throughput()
+    for name, rows in [("sessions/connections", _connections()), ("sessions/members", _members()),
+                       ("sessions/producers", _producers()), ("sessions/transactions", _transactions()),
+                       ("sessions/share_members", _share_members()), ("sessions/fetch_links", []),
+                       ("sessions/epoch_events", _epoch_events()),
+                       ("fenced_epochs", _fenced()), ("duplicate_deliveries", duplicates()),
+                       ("throughput/data", data), ("throughput/requests", requests), ("throughput/lag", lag)]:
+        write_table(root, name, rows)
+    (root / "summary.json").write_text(json.dumps(summary(), indent=2))
+    return root
