@@ -1,10 +1,25 @@
-"""Shared pytest fixtures: one local SparkSession for every Spark test in the run (starting one costs seconds)."""
+"""Shared pytest fixtures: one local SparkSession for every Spark test in the run (starting one costs seconds).
+
+And a gate: the run stops at once when the compiled dissector core does not import, unless KAFKATAP_PURE_PYTHON=1
+asks for the pure-Python dissector, so a broken build cannot pass by falling back to it.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 import pytest
+
+from kafkatap.dissect import native
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    missing = native.missing()
+    if missing and not native.pure_requested():
+        reasons = "; ".join(f"{name}: {error}" for name, error in missing.items())
+        pytest.exit(f"the compiled dissector core does not import ({reasons}). Build it with `pip install -e .` "
+                    f"(needs a C compiler and the Python headers: `make` installs them), or set {native.ENV}=1 to "
+                    "test the pure-Python dissector", returncode=pytest.ExitCode.USAGE_ERROR)
 
 
 @pytest.fixture(scope="session")

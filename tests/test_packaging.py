@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from kafkatap.dissect import native
 from tests.support.paths import ROOT
 
 WHEELHOUSE = Path(sys.prefix) / "wheelhouse"
@@ -43,6 +44,16 @@ def test_wheel_holds_only_kafkatap(wheel: Path) -> None:
         assert f"kafkatap/{stage}/__init__.py" in names
     assert "kafkatap/samples/day_in_the_life.pcapng" in names
     assert "kafkatap/dissect/protocol/generated/api_keys.py" in names
+
+
+@pytest.mark.skipif(native.pure_requested(), reason=f"{native.ENV} is set: the compiled core may not be built")
+def test_wheel_holds_the_compiled_core(wheel: Path) -> None:
+    names = zipfile.ZipFile(wheel).namelist()
+    for module in native.EXTENSIONS:
+        path = module.replace(".", "/")
+        assert [n for n in names if n.startswith(path + ".") and n.endswith(".so")], f"{module} was not compiled"
+        assert path + ".pyi" in names
+        assert path + ".c" not in names
 
 
 def test_installs_beside_dissect_cstruct(wheel: Path, tmp_path: Path) -> None:

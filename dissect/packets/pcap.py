@@ -1,8 +1,9 @@
 """Classic pcap files: global header, then records cut into big chunks of whole frames.
 
-One minimal loop finds record boundaries (a record's length is only known from its header); everything else about
-the records of a chunk (timestamps, lengths) is gathered with numpy. A frame may be longer than the snaplen and longer
-than 65,535 bytes (loopback/GSO captures): only the bytes left in the file bound it.
+One minimal loop finds record boundaries (a record's length is only known from its header): `record_offsets`, or its
+compiled twin in `_records.pyx`; everything else about the records of a chunk (timestamps, lengths) is gathered with
+numpy. A frame may be longer than the snaplen and longer than 65,535 bytes (loopback/GSO captures): only the bytes left
+in the file bound it.
 """
 
 from __future__ import annotations
@@ -13,7 +14,13 @@ from typing import BinaryIO, Iterator, NamedTuple
 
 import numpy as np
 
+from kafkatap.dissect import native
 from kafkatap.dissect.packets import gather
+
+try:
+    from kafkatap.dissect.packets import _records
+except ImportError:  # not built: native runs the pure-Python walk then
+    _records = None
 
 CHUNK_SIZE = 32 << 20
 LINKTYPE_MASK = 0x0FFFFFFF  # the upper bits of the link type field carry FCS information
@@ -83,7 +90,6 @@ class PcapReader:
         self._f.close()
 
     def chunks(self) -> Iterator[Chunk]:
-        caplen_at = struct.Struct(self.endian + "I").unpack_from
         hl = self.rec_len
         file_pos = 24  # file offset of buf[0]
         buf = b""
@@ -93,17 +99,8 @@ class PcapReader:
             data = self._f.read(need)
             buf = buf + data if buf else data
             n = len(buf)
-            off = 0
-            offs: list[int] = []
-            append = offs.append
-            end = 0
-            while off + hl <= n:
-                end = off + hl + caplen_at(buf, off + 8)[0]
-                if end > n:
-                    break
-                append(off)
-                off = end
-            if offs:
+            offs, off, end = native.pick(record_offsets, _records)(buf, hl, self.endian == "<")
+            if len(offs):
                 yield self._chunk(buf, offs, index, off)
                 index += len(offs)
             file_pos += off
@@ -124,12 +121,28 @@ class PcapReader:
             self.anomalies.append(Anomaly(
                 "truncated_file", f"{left} bytes at the end of the file do not form a whole record", left, index))
 
-    def _chunk(self, buf: bytes, offs: list[int], index: int, nbytes: int) -> Chunk:
+    def _chunk(self, buf: bytes, o: np.ndarray, index: int, nbytes: int) -> Chunk:
         data = np.frombuffer(buf, np.uint8)
-        o = np.array(offs, np.int64)
         u32 = gather.le32 if self.endian == "<" else gather.be32
         ts_us = u32(data, o) * 1_000_000 + u32(data, o + 4) // self.frac_div
         caplen = u32(data, o + 8)
         origlen = np.maximum(u32(data, o + 12), caplen)
         return Chunk(buf, data, o + self.rec_len, caplen, origlen, ts_us,
                      np.full(len(o), self.linktype, np.int64), index, nbytes)
+
+
+def record_offsets(buf: bytes, head: int, little: bool) -> tuple[np.ndarray, int, int]:
+    """(offsets of the whole records at the start of buf, offset after the last of them, end of the record the walk
+    stopped at or after); head is the record header's length."""
+    caplen_at = struct.Struct("<I" if little else ">I").unpack_from
+    n = len(buf)
+    off = end = 0
+    offs: list[int] = []
+    append = offs.append
+    while off + head <= n:
+        end = off + head + caplen_at(buf, off + 8)[0]
+        if end > n:
+            break
+        append(off)
+        off = end
+    return np.array(offs, np.int64), off, end

@@ -1,8 +1,9 @@
 """pcapng files: sections (either byte order), interfaces (link type, if_tsresol, if_tsoffset) and packet blocks.
 
-Packet blocks (EPB, SPB and the obsolete OPB) are located with one minimal loop per chunk; timestamps are converted
-to microseconds with numpy per interface. Other block types (name resolution, statistics, custom, ...) are skipped:
-they carry no packet bytes.
+Packet blocks (EPB, SPB and the obsolete OPB) are located with one minimal loop per chunk, whose runs of enhanced
+packet blocks (nearly every block of a capture) go to `epb_run` or its compiled twin in `_records.pyx`; timestamps
+are converted to microseconds with numpy per interface. Other block types (name resolution, statistics, custom, ...)
+are skipped: they carry no packet bytes.
 """
 
 from __future__ import annotations
@@ -13,7 +14,13 @@ from typing import BinaryIO, Iterator, NamedTuple
 
 import numpy as np
 
+from kafkatap.dissect import native
 from kafkatap.dissect.packets.pcap import CHUNK_SIZE, MAX_FRAME, Anomaly, CaptureFormatError, Chunk
+
+try:
+    from kafkatap.dissect.packets import _records
+except ImportError:  # not built: native runs the pure-Python walk then
+    _records = None
 
 SHB = 0x0A0D0D0A
 IDB, OPB, SPB, EPB = 1, 2, 3, 6
@@ -95,14 +102,17 @@ class PcapngReader:
             hdr, epb = struct.Struct(endian + "II").unpack_from, struct.Struct(endian + "IIIII").unpack_from
             off = 0
             end = 0
-            offs: list[int] = []
-            caplens: list[int] = []
-            origlens: list[int] = []
-            ifaces: list[int] = []
-            stamps: list[int] = []  # raw 64-bit timestamps
-            untimed: list[int] = []  # positions (in this chunk) of simple packet blocks, which have no timestamp
+            packets = _Packets()
             stop = False
             while off + 12 <= n:
+                off, run = native.pick(epb_run, _records)(buf, off, endian == "<", section_base,
+                                                          len(self.interfaces))
+                if len(run[0]):
+                    packets.extend(run)
+                    index += len(run[0])
+                    end = off
+                    if off + 12 > n:
+                        break
                 btype, blen = hdr(buf, off)
                 if btype == SHB:
                     endian = _BOM.get(buf[off + 8:off + 12], "")
@@ -117,7 +127,9 @@ class PcapngReader:
                 end = off + blen
                 if end > n:
                     break
-                if btype == EPB or btype == OPB:
+                if (btype == EPB or btype == OPB) and blen < 32:
+                    self._bad_block(btype, blen, index, "too short for the fields of a packet block")
+                elif btype == EPB or btype == OPB:
                     if btype == EPB:
                         if_id, hi, lo, cl, ol = epb(buf, off + 8)
                     else:
@@ -125,23 +137,14 @@ class PcapngReader:
                     if cl > blen - 32 or section_base + if_id >= len(self.interfaces):
                         self._bad_block(btype, blen, index, f"caplen {cl}, interface {if_id}")
                     else:
-                        offs.append(off + 28)
-                        caplens.append(cl)
-                        origlens.append(max(ol, cl))
-                        ifaces.append(section_base + if_id)
-                        stamps.append(hi << 32 | lo)
+                        packets.append(off + 28, cl, max(ol, cl), section_base + if_id, hi << 32 | lo)
                         index += 1
                 elif btype == SPB:
                     ol = struct.unpack_from(endian + "I", buf, off + 8)[0]
                     if section_base >= len(self.interfaces):
                         self._bad_block(btype, blen, index, "no interface in this section")
                     else:
-                        offs.append(off + 12)
-                        caplens.append(min(ol, blen - 16))
-                        origlens.append(ol)
-                        ifaces.append(section_base)
-                        untimed.append(len(stamps))
-                        stamps.append(0)
+                        packets.append(off + 12, min(ol, blen - 16), ol, section_base, None)
                         index += 1
                 elif btype == IDB:
                     if blen < 20:
@@ -152,8 +155,8 @@ class PcapngReader:
                 elif btype == SHB:
                     section_base = len(self.interfaces)
                 off = end
-            if offs:
-                yield self._chunk(buf, offs, caplens, origlens, ifaces, stamps, untimed, index - len(offs), off)
+            if packets.count:
+                yield self._chunk(buf, packets, index - packets.count, off)
             file_pos += off
             buf = buf[off:]
             if stop:
@@ -176,10 +179,9 @@ class PcapngReader:
     def _bad_block(self, btype: int, blen: int, index: int, what: str) -> None:
         self.anomalies.append(Anomaly("corrupt_block", f"block type {btype} skipped: {what}", blen, index))
 
-    def _chunk(self, buf: bytes, offs: list[int], caplens: list[int], origlens: list[int], ifaces: list[int],
-               stamps: list[int], untimed: list[int], index: int, nbytes: int) -> Chunk:
-        iface = np.array(ifaces, np.int64)
-        raw = np.array(stamps, np.uint64)
+    def _chunk(self, buf: bytes, packets: _Packets, index: int, nbytes: int) -> Chunk:
+        offs, caplens, origlens, iface, raw = packets.columns()
+        untimed = packets.untimed
         ts_us = np.zeros(len(iface), np.int64)
         linktype = np.zeros(len(iface), np.int64)
         for i in np.unique(iface).tolist():
@@ -191,5 +193,71 @@ class PcapngReader:
             has_ts[untimed] = False
             last = np.maximum.accumulate(np.where(has_ts, np.arange(len(iface)), -1))
             ts_us = np.where(last >= 0, ts_us[np.maximum(last, 0)], 0)
-        return Chunk(buf, np.frombuffer(buf, np.uint8), np.array(offs, np.int64), np.array(caplens, np.int64),
-                     np.array(origlens, np.int64), ts_us, linktype, index, nbytes)
+        return Chunk(buf, np.frombuffer(buf, np.uint8), offs, caplens, origlens, ts_us, linktype, index, nbytes)
+
+
+Columns = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # offs, caplens, origlens, ifaces, stamps
+
+
+def epb_run(buf: bytes, off: int, little: bool, section_base: int, interfaces: int) -> tuple[int, Columns]:
+    """The enhanced packet blocks from off on that are whole, well formed and of a known interface: (offset after
+    them, their columns: packet data offset, caplen, origlen, interface, raw 64-bit timestamp). The block it stops
+    at is the chunk loop's to handle, however odd."""
+    epb = struct.Struct("<7I" if little else ">7I").unpack_from
+    n = len(buf)
+    offs: list[int] = []
+    caplens: list[int] = []
+    origlens: list[int] = []
+    ifaces: list[int] = []
+    stamps: list[int] = []
+    while off + 32 <= n:
+        btype, blen, if_id, hi, lo, cl, ol = epb(buf, off)
+        if (btype != EPB or blen < 32 or blen % 4 or blen > MAX_FRAME or off + blen > n or cl > blen - 32
+                or section_base + if_id >= interfaces):
+            break
+        offs.append(off + 28)
+        caplens.append(cl)
+        origlens.append(max(ol, cl))
+        ifaces.append(section_base + if_id)
+        stamps.append(hi << 32 | lo)
+        off += blen
+    return off, tuple(np.array(col, dtype)
+                      for col, dtype in zip((offs, caplens, origlens, ifaces, stamps), _DTYPES))
+
+
+class _Packets:
+    """The packet blocks of one chunk: runs of columns from epb_run, blocks appended one at a time between them."""
+
+    def __init__(self) -> None:
+        self.runs: list[Columns] = []
+        self.rows: list[tuple[int, int, int, int, int]] = []
+        self.untimed: list[int] = []  # positions of simple packet blocks, which have no timestamp
+        self.count = 0
+
+    def append(self, off: int, caplen: int, origlen: int, iface: int, stamp: int | None) -> None:
+        """One packet block; stamp None for a simple packet block."""
+        if stamp is None:
+            self.untimed.append(self.count)
+        self.rows.append((off, caplen, origlen, iface, stamp or 0))
+        self.count += 1
+
+    def extend(self, run: Columns) -> None:
+        self._close_rows()
+        self.runs.append(run)
+        self.count += len(run[0])
+
+    def columns(self) -> Columns:
+        self._close_rows()
+        if len(self.runs) == 1:
+            return self.runs[0]
+        return tuple(np.concatenate([run[k] for run in self.runs] or [np.zeros(0, dtype)])
+                     for k, dtype in enumerate(_DTYPES))
+
+    def _close_rows(self) -> None:
+        if self.rows:
+            self.runs.append(tuple(np.array(col, dtype)
+                                   for col, dtype in zip(zip(*self.rows), _DTYPES)))
+            self.rows = []
+
+
+_DTYPES = (np.int64, np.int64, np.int64, np.int64, np.uint64)

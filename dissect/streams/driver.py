@@ -1,9 +1,9 @@
 """The stream layer's driver: capture files in, ordered TCP byte streams out (to a StreamSink).
 
-Each chunk of frames is parsed with numpy down to the TCP header; Python runs once per TCP segment that carries
-payload or SYN/FIN/RST, plus a slower path for IP fragments and IPv6 extension headers. Pure ACKs stay in numpy,
-except while some stream has a hole: then they go to the reassembler too, whose ACK numbers tell a hole the capture
-missed (the receiver acknowledged it) from one a retransmission will still fill.
+Each chunk of frames is parsed down to the TCP header at once (packets/frames.py: the compiled core, or numpy); Python
+runs once per TCP segment that carries payload or SYN/FIN/RST, plus a slower path for IP fragments and IPv6 extension
+headers. Pure ACKs stay columns, except while some stream has a hole: then they go to the reassembler too, whose ACK
+numbers tell a hole the capture missed (the receiver acknowledged it) from one a retransmission will still fill.
 Every frame that does not reach the reassembler is counted by reason in `PacketStats.skipped_bytes`.
 """
 
@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from kafkatap.dissect.packets import ip, link, tcp
+from kafkatap.dissect.packets import frames as fr
+from kafkatap.dissect.packets import ip, tcp
 from kafkatap.dissect.packets.files import first_ts_us, open_capture
 from kafkatap.dissect.packets.pcap import CHUNK_SIZE, CaptureFormatError, Chunk, PcapReader
 from kafkatap.dissect.packets.pcapng import PcapngReader
@@ -152,7 +153,6 @@ class _Driver:
             s.first_ts_us = int(c.ts_us[0])
         s.last_ts_us = max(s.last_ts_us or 0, int(c.ts_us.max()))
         self.index = c.index0 + n
-        cap_end = c.off + c.caplen
         snapped = c.caplen < c.origlen
         cut = np.flatnonzero(snapped)
         for i, ts, wire, cap in zip(cut.tolist(), c.ts_us[cut].tolist(), c.origlen[cut].tolist(),
@@ -160,70 +160,54 @@ class _Driver:
             self.report("snapped_packet", f"{wire - cap} of {wire} bytes not captured (snaplen)",
                         Where(self.file, c.index0 + i, ts), wire - cap)
             self.skip("snapped_packet", wire - cap)
-        l3, version, lstatus = self.link(c)
-        self.skip("not_ip", int(c.caplen[lstatus == link.NOT_IP].sum()))
-        self.bad(c, np.arange(n), lstatus == link.SHORT, "bad_link_header", snapped)
-        ipi = np.flatnonzero(lstatus == link.OK)
-        f = ip.parse_ip(c.data, l3[ipi], cap_end[ipi], c.off[ipi] + c.origlen[ipi], version[ipi])
-        self.bad(c, ipi, f.status == ip.BAD, "bad_ip_header", snapped)
-        self.bad(c, ipi, f.status == ip.SHORT, "bad_ip_header", snapped)
-        self.skip("not_tcp", int(c.caplen[ipi[f.status == ip.NOT_TCP]].sum()))
-        tcp_mask = f.status == ip.OK_TCP
-        slow = ipi[f.status == ip.SLOW]
-        s.tcp_packets += int(tcp_mask.sum()) + len(slow)
-        s.non_tcp_packets += n - int(tcp_mask.sum()) - len(slow)
-        ti = ipi[tcp_mask]
-        t = tcp.parse_tcp(c.data, f.l4[tcp_mask], f.l4end[tcp_mask])
-        self.bad(c, ti, t.status == tcp.BAD, "bad_tcp_header", snapped)
-        self.bad(c, ti, t.status == tcp.SHORT, "bad_tcp_header", snapped)
-        missing = f.missing[tcp_mask]
-        ok = t.status == tcp.OK
-        useful = (t.payload_len > 0) | (missing > 0) | (t.flags & (tcp.SYN | tcp.FIN | tcp.RST) != 0)
-        src_hi, src_lo, dst_hi, dst_lo = f.src_hi[tcp_mask], f.src_lo[tcp_mask], f.dst_hi[tcp_mask], f.dst_lo[tcp_mask]
-        ports = t.sport << 16 | t.dport
+        f = fr.frames(c)
+        v = f.verdict
+        counts = np.bincount(v, minlength=fr.VERDICTS)
 
-        def columns(m: np.ndarray) -> list[np.ndarray]:
-            return [ti[m], c.ts_us[ti[m]], src_hi[m], src_lo[m], dst_hi[m], dst_lo[m], ports[m], t.seq[m], t.ack[m],
-                    t.flags[m]]
+        def which(verdict: int) -> np.ndarray:
+            return np.flatnonzero(v == verdict) if counts[verdict] else np.zeros(0, np.int64)
 
-        keep = ok & useful
-        cols = columns(keep) + [t.payload[keep], t.payload_len[keep], missing[keep]]
-        acks = _PureAcks(self.reasm.segment, c.index0, columns(ok & ~useful & (t.flags & tcp.ACK != 0)))
-        if len(slow):
-            self.segments_mixed(c, cols, slow, l3, cap_end, acks)
+        if counts[fr.UNKNOWN_LINK]:
+            self.unknown_link(c, which(fr.UNKNOWN_LINK))
+        self.skip("not_ip", int(c.caplen[which(fr.NOT_IP)].sum()))
+        self.bad(c, which(fr.BAD_LINK), "bad_link_header", snapped)
+        self.bad(c, which(fr.BAD_IP), "bad_ip_header", snapped)
+        self.bad(c, which(fr.SHORT_IP), "bad_ip_header", snapped)
+        self.skip("not_tcp", int(c.caplen[which(fr.NOT_TCP)].sum()))
+        tcp_packets = int(counts[fr.SLOW:].sum())
+        s.tcp_packets += tcp_packets
+        s.non_tcp_packets += n - tcp_packets
+        self.bad(c, which(fr.BAD_TCP), "bad_tcp_header", snapped)
+        self.bad(c, which(fr.SHORT_TCP), "bad_tcp_header", snapped)
+        acks = _PureAcks(self.reasm.segment, c.index0, f.acks)
+        if counts[fr.SLOW]:
+            self.segments_mixed(c, f.segments, which(fr.SLOW), f.slow_l3, acks)
         else:
-            self.segments(c, cols, acks)
+            self.segments(c, f.segments, acks)
 
-    def link(self, c: Chunk) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        types = np.unique(c.linktype).tolist()
-        if len(types) == 1 and types[0] in link.SUPPORTED:
-            return link.network_layer(c.data, c.off, c.caplen, types[0])
-        n = len(c.off)
-        l3, version, status = np.zeros(n, np.int64), np.zeros(n, np.int64), np.full(n, -1, np.int64)
-        for lt in types:
-            sel = c.linktype == lt
-            if lt not in link.SUPPORTED:
-                nbytes = int(c.caplen[sel].sum())
-                self.skip("unknown_link_type", nbytes)
-                if lt not in self.unknown_links:
-                    self.unknown_links.add(lt)
-                    i = int(np.flatnonzero(sel)[0])
-                    self.report("unknown_link_type", f"link type {lt} is not supported; its packets are skipped",
-                                Where(self.file, c.index0 + i, int(c.ts_us[i])), nbytes)
-                continue
-            l3[sel], version[sel], status[sel] = link.network_layer(c.data, c.off[sel], c.caplen[sel], lt)
-        return l3, version, status
+    def unknown_link(self, c: Chunk, frames: np.ndarray) -> None:
+        """Frames of link types the dissector does not parse: skipped, and said once per link type and file."""
+        types = c.linktype[frames]
+        for lt in np.unique(types).tolist():
+            sel = frames[types == lt]
+            nbytes = int(c.caplen[sel].sum())
+            self.skip("unknown_link_type", nbytes)
+            if lt not in self.unknown_links:
+                self.unknown_links.add(lt)
+                i = int(sel[0])
+                self.report("unknown_link_type", f"link type {lt} is not supported; its packets are skipped",
+                            Where(self.file, c.index0 + i, int(c.ts_us[i])), nbytes)
 
-    def bad(self, c: Chunk, idx: np.ndarray, mask: np.ndarray, kind: str, snapped: np.ndarray) -> None:
+    def bad(self, c: Chunk, frames: np.ndarray, kind: str, snapped: np.ndarray) -> None:
         """Frames whose link, IP or TCP header is unusable: an anomaly each, unless the snaplen cut it (already one)."""
-        for i in idx[mask].tolist():
+        for i in frames.tolist():
             nbytes = int(c.caplen[i])
             self.skip("snapped_headers" if snapped[i] else kind, nbytes)
             if not snapped[i]:
                 self.report(kind, f"{kind.replace('_', ' ')} in a frame of {nbytes} bytes",
                             Where(self.file, c.index0 + i, int(c.ts_us[i])), nbytes)
 
-    def segments(self, c: Chunk, cols: list[np.ndarray], acks: _PureAcks) -> None:
+    def segments(self, c: Chunk, cols: fr.Segments, acks: _PureAcks) -> None:
         buf, reasm, segment, index0 = c.buf, self.reasm, self.reasm.segment, c.index0
         last = -1
         for i, ts, shi, slo, dhi, dlo, ports, seq, ack, flags, po, pl, miss in zip(*(col.tolist() for col in cols)):
@@ -234,16 +218,15 @@ class _Driver:
         if reasm.pending_total:
             acks.feed(last, len(c.off))
 
-    def segments_mixed(self, c: Chunk, cols: list[np.ndarray], slow: np.ndarray, l3: np.ndarray,
-                       cap_end: np.ndarray, acks: _PureAcks) -> None:
+    def segments_mixed(self, c: Chunk, cols: fr.Segments, slow: np.ndarray, l3: np.ndarray, acks: _PureAcks) -> None:
         """Fast-path segments merged in packet order with the ones of fragments and IPv6 extension headers."""
         buf = c.buf
         items = [(i, ts, (shi, slo, dhi, dlo, ports), seq, ack, flags, buf[po:po + pl], miss)
                  for i, ts, shi, slo, dhi, dlo, ports, seq, ack, flags, po, pl, miss
                  in zip(*(col.tolist() for col in cols))]
-        for i in slow.tolist():
+        for i, l3_i in zip(slow.tolist(), l3.tolist()):
             ts = int(c.ts_us[i])
-            r = ip.parse_slow(buf, int(l3[i]), int(cap_end[i]), int(c.off[i] + c.origlen[i]), ts, self.frags)
+            r = ip.parse_slow(buf, l3_i, int(c.off[i] + c.caplen[i]), int(c.off[i] + c.origlen[i]), ts, self.frags)
             if r.status == ip.NOT_TCP:
                 self.skip("not_tcp", int(c.caplen[i]))
                 self.stats.tcp_packets -= 1
@@ -280,10 +263,10 @@ class _PureAcks:
     """The pure ACKs of a chunk, fed to the reassembler only between the segments during which some stream has a
     hole: otherwise an ACK cannot change anything, and skipping it keeps those packets out of Python."""
 
-    def __init__(self, segment: Callable, index0: int, cols: list[np.ndarray]) -> None:
+    def __init__(self, segment: Callable, index0: int, cols: fr.Segments) -> None:
         self.segment = segment
         self.index0 = index0
-        self.cols = cols
+        self.cols = cols[:10]  # up to flags: a pure ACK carries no payload
         self.lists: list[list] | None = None
 
     def feed(self, after: int, before: int) -> None:

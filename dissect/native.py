@@ -1,0 +1,58 @@
+"""The one switch between the compiled dissector core and the pure-Python dissector, decided once per process.
+
+The compiled core is a set of Cython modules (`_*.pyx` beside the modules they speed up, built by `pip install`),
+each function the twin of a pure-Python one of the same name: same arguments, same results. The pure-Python functions
+stay the reference the tests hold the twins to. KAFKATAP_PURE_PYTHON=1 runs them; without it, an install that could
+not compile the core (no C compiler) runs them too, and says so once on stderr: slower, never different.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from collections.abc import Callable
+from types import ModuleType
+from typing import TypeVar
+
+ENV = "KAFKATAP_PURE_PYTHON"
+SAID = "KAFKATAP_NOT_BUILT_SAID"  # set once NOT_BUILT is said, so that spawned worker processes keep quiet
+EXTENSIONS = ("kafkatap.dissect.packets._frames", "kafkatap.dissect.packets._records")
+NOT_BUILT = "kafkatap: the compiled dissector core is not built; running the pure-Python dissector (slower)"
+
+F = TypeVar("F", bound=Callable)
+
+
+def pure_requested() -> bool:
+    return os.environ.get(ENV, "") not in ("", "0")
+
+
+def missing() -> dict[str, str]:
+    """The compiled modules that do not import, with the reason (empty when the core is built)."""
+    errors = {}
+    for name in EXTENSIONS:
+        try:
+            importlib.import_module(name)
+        except ImportError as e:
+            errors[name] = str(e)
+    return errors
+
+
+def _decide() -> bool:
+    if pure_requested():
+        return False
+    if missing():
+        if not os.environ.get(SAID):
+            print(NOT_BUILT, file=sys.stderr)
+            os.environ[SAID] = "1"
+        return False
+    return True
+
+
+compiled: bool = _decide()
+"""Whether the twins run; read at every call of `pick`, so a test can set it to run either path in one process."""
+
+
+def pick(pure: F, extension: ModuleType | None) -> F:
+    """pure's compiled twin (the function of the same name in extension) when the compiled core runs, else pure."""
+    return getattr(extension, pure.__name__) if compiled else pure
