@@ -25,6 +25,8 @@ from pyspark.sql import DataFrame, SparkSession
 
 from kafkatap.dissect.tables.schema import ANOMALIES, BATCHES, FRAMES, RECORDS, SHARE
 from kafkatap.pipelines import schema
+from kafkatap.pipelines.storage import exists, join_uri, read_table, window_interval, write_json, write_table
+from kafkatap.pipelines.transforms import throughput
 from kafkatap.pipelines.transforms.connections import connections
 from kafkatap.pipelines.transforms.duplicates.table import duplicate_deliveries
 from kafkatap.pipelines.transforms.epochs import epoch_events
@@ -34,8 +36,6 @@ from kafkatap.pipelines.transforms.members import member_spans, members
 from kafkatap.pipelines.transforms.producers import producers, transactions
 from kafkatap.pipelines.transforms.share_members import share_members
 from kafkatap.pipelines.transforms.summary import summary
-from kafkatap.pipelines.transforms import throughput
-from kafkatap.pipelines.storage import exists, join_uri, read_table, window_interval, write_json, write_table
 
 
 @dataclass
