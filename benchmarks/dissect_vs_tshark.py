@@ -1,22 +1,27 @@
 """Throughput and peak memory of `kafkatap dissect` against `tshark -T fields` on the same captures.
 
-Two captures, both made from real client traffic against Tansu on 127.0.0.1:
+Two workloads, both recorded on lo from real client traffic against Tansu on 127.0.0.1:
 - bulk: a kafka-python producer writing ~1 MB batches of incompressible 10 KB values to 8 partitions, and a consumer
-  fetching them back; the capture is then replicated (each copy's connections moved to their own client address,
-  later in time, same bytes and segment sizes) until it reaches --bulk-mb.
+  fetching them back; replicated to --bulk-mb.
 - chatty: a producer waiting for each 100-byte record's ack, and a consumer fetching with a 1 KB partition limit, so
   thousands of small requests; replicated to --chatty-mb.
-Replication rebuilds packets (Ethernet/IPv4/TCP) around the captured payloads and leaves out pure ACKs.
+Replication writes copies of the recorded connections (each copy on its own client address, later in time, same
+bytes), rebuilding packets (Ethernet/IPv4/TCP) around the captured payloads and leaving out pure ACKs, in two shapes:
+- loopback: the recorded segments as they are (frames up to 64 KB, as GSO leaves them on lo);
+- mss: the payloads cut to 1,448-byte segments, the shape of a 1,500-byte-MTU network.
 
-Both tools get the same fields: api_key, api_version, correlation_id and error code(s) (kafkatap writes all its tables
-regardless). Each runs under a probe process: wall time gives MB/s and packets/s, the probe's RUSAGE_CHILDREN the CPU
-seconds of the whole run and the peak RSS of its largest process. `dissect` is the default single process;
-`dissect_2_workers` adds --workers 2. Usage:
+Both tools get the same fields: frame time, TCP stream, api_key, api_version, correlation_id and error code(s)
+(kafkatap writes all its tables regardless). Each runs under a probe process: wall time, the probe's RUSAGE_CHILDREN
+the CPU seconds of the whole run and the peak RSS of its largest process. `dissect` is the default single process,
+`dissect_2_workers` adds --workers 2; the three alternate for --runs rounds and each figure is the median (peak RSS:
+the largest). Usage:
 
-    python benchmarks/dissect_vs_tshark.py [--workdir /tmp/kt-bench] [--bulk-mb 550] [--chatty-mb 120]
+    python benchmarks/dissect_vs_tshark.py [--workdir /tmp/kt-bench] [--bulk-mb 550] [--chatty-mb 120] [--runs 3]
+        [--shapes loopback,mss]
 
-`--profile chatty` (or bulk) makes the capture the same way, then runs dissect on it in-process under cProfile and
-prints the functions by own CPU time instead of benchmarking (profiled time is about twice the real one).
+`--profile chatty` (or bulk) makes that capture the same way, in the first of --shapes, then runs dissect on it
+in-process under cProfile and prints the functions by own CPU time instead of benchmarking (profiled time is about
+twice the real one).
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import random
 import shutil
 import signal
 import socket
+import statistics
 import struct
 import subprocess
 import sys
@@ -39,7 +45,8 @@ from kafkatap.dissect.streams.driver import run_streams
 
 PYTHON = sys.executable
 PORT = 39310
-FIELDS = ["kafka.api_key", "kafka.api_version", "kafka.correlation_id", "kafka.error"]
+FIELDS = ["frame.time_epoch", "tcp.stream", "kafka.api_key", "kafka.api_version", "kafka.correlation_id",
+          "kafka.error"]
 
 
 # ---- real traffic -----------------------------------------------------------------------------------------------
@@ -149,18 +156,19 @@ def _ip(addr: str) -> bytes:
     return socket.inet_aton(addr)
 
 
-MSS = 1448
-"""Segment size of the replicated packets: Ethernet's, as on a broker's network (loopback captures carry 64 KB
-segments, which would flatter any tool by cutting the packet count by 40)."""
+SHAPES: dict[str, int | None] = {"loopback": None, "mss": 1448}
+"""Segment size of each shape's packets: None keeps the recorded segments (up to 64 KB on lo), 1448 is Ethernet's,
+as on a broker's network (40 times the packets of a loopback capture for the same bulk bytes)."""
 
 
-def replicate(source: Path, target: Path, target_mb: float) -> int:
-    """Write copies of source's connections to target until it holds target_mb; returns the packet count."""
+def replicate(source: Path, target: Path, target_mb: float, mss: int | None) -> int:
+    """Write copies of source's connections to target until it holds target_mb, cutting payloads to mss bytes
+    unless it is None; returns the packet count."""
     keep = _Keep()
     run_streams([str(source)], keep)
     if not keep.events:
         raise RuntimeError(f"{source}: no TCP payload")
-    per_copy = sum(len(e[3]) + (len(e[3]) // MSS + 1) * (54 + 16) for e in keep.events)
+    per_copy = sum(len(e[3]) + (len(e[3]) // mss + 1 if mss else 1) * (54 + 16) for e in keep.events)
     copies = max(1, int(target_mb * 1e6 // per_copy) + 1)
     t0 = keep.events[0][2]
     span = keep.events[-1][2] - t0 + 1000
@@ -177,8 +185,9 @@ def replicate(source: Path, target: Path, target_mb: float) -> int:
                 src, dst, p1, p2 = (client_ip, server_ip, cport, sport) if side == 0 else \
                     (server_ip, client_ip, sport, cport)
                 t = ts - t0 + k * span + 1_700_000_000_000_000
-                for i in range(0, len(payload), MSS):
-                    data = payload[i:i + MSS]
+                step = mss or len(payload)
+                for i in range(0, len(payload), step):
+                    data = payload[i:i + step]
                     key = (conn, side)
                     s = seq.get(key, 1000 + 7919 * conn if side == 0 else 5_000_000 + 7919 * conn)
                     seq[key] = (s + len(data)) % (1 << 32)
@@ -209,25 +218,49 @@ def measure(cmd: list[str]) -> dict:
     return json.loads(out.stdout)
 
 
-def bench(capture: Path, packets: int, workdir: Path, skip_tshark: bool) -> dict:
+def bench(capture: Path, shape: str, packets: int, workdir: Path, skip_tshark: bool, rounds: int) -> dict:
+    """Run dissect, dissect --workers 2 and tshark in turn, rounds times; medians of wall and CPU, largest RSS."""
     size_mb = capture.stat().st_size / 1e6
     out = workdir / f"{capture.stem}-out"
-    row: dict = {"capture": capture.name, "mb": round(size_mb, 1), "packets": packets}
-    dissect = [PYTHON, "-m", "dissect", str(capture), "-o", str(out), "--port", str(PORT), "-q"]
+    row: dict = {"shape": shape, "capture": capture.name, "mb": round(size_mb, 1), "packets": packets,
+                 "runs": rounds}
+    dissect = [PYTHON, "-m", "kafkatap.dissect", str(capture), "-o", str(out), "--port", str(PORT), "-q"]
     runs = {"dissect": dissect, "dissect_2_workers": dissect + ["--workers", "2"]}
     if not skip_tshark:
-        runs["tshark"] = ["tshark", "-r", str(capture), "-d", f"tcp.port=={PORT},kafka", "-T", "fields",
-                          *sum((["-e", f] for f in FIELDS), [])]
-    for name, cmd in runs.items():
-        m = measure(cmd)
-        row[name] = {"wall_s": round(m["wall"], 2), "cpu_s": round(m["cpu"], 2),
-                     "mb_s": round(size_mb / m["wall"], 1), "pkt_s": round(packets / m["wall"]),
-                     "mb_per_cpu_s": round(size_mb / m["cpu"], 1), "peak_rss_mb": round(m["rss_mb"])}
+        runs["tshark"] = ["tshark", "-r", str(capture), "-d", f"tcp.port=={PORT},kafka", "-Y", "kafka",
+                          "-T", "fields", *sum((["-e", f] for f in FIELDS), []), "-E", "occurrence=a"]
+    seen: dict[str, list[dict]] = {name: [] for name in runs}
+    for _ in range(rounds):
+        for name, cmd in runs.items():
+            seen[name].append(measure(cmd))
+    for name, ms in seen.items():
+        wall = statistics.median(m["wall"] for m in ms)
+        cpu = statistics.median(m["cpu"] for m in ms)
+        row[name] = {"wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "mb_s": round(size_mb / wall, 1),
+                     "pkt_s": round(packets / wall), "mb_per_cpu_s": round(size_mb / cpu, 1),
+                     "peak_rss_mb": round(max(m["rss_mb"] for m in ms)),
+                     "walls_s": [round(m["wall"], 2) for m in ms], "cpus_s": [round(m["cpu"], 2) for m in ms]}
     row["frames"] = json.loads((out / "summary.json").read_text())["rows"]["frames"]
     if "tshark" in row:
         row["speedup_wall"] = round(row["tshark"]["wall_s"] / row["dissect"]["wall_s"], 2)
         row["speedup_cpu"] = round(row["tshark"]["cpu_s"] / row["dissect"]["cpu_s"], 2)
     return row
+
+
+def table(results: list[dict]) -> str:
+    """The results as a fixed-width table: medians in seconds, peak RSS in MB, ratios tshark / single dissect."""
+    head = ["shape", "capture", "MB", "packets", "kt wall", "kt CPU", "kt RSS", "2w wall", "2w CPU",
+            "ts wall", "ts CPU", "ts RSS", "x wall", "x CPU"]
+    lines = [head]
+    for r in results:
+        d, w, t = r["dissect"], r["dissect_2_workers"], r.get("tshark", {})
+        lines.append([r["shape"], r["capture"], f"{r['mb']:.1f}", f"{r['packets']:,}", f"{d['wall_s']:.2f}",
+                      f"{d['cpu_s']:.2f}", f"{d['peak_rss_mb']}", f"{w['wall_s']:.2f}", f"{w['cpu_s']:.2f}",
+                      f"{t.get('wall_s', '-')}", f"{t.get('cpu_s', '-')}", f"{t.get('peak_rss_mb', '-')}",
+                      f"{r.get('speedup_wall', '-')}", f"{r.get('speedup_cpu', '-')}"])
+    widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
+    return "\n".join("  ".join(c.rjust(n) if i > 1 else c.ljust(n) for i, (c, n) in enumerate(zip(line, widths)))
+                     for line in lines)
 
 
 def profile(capture: Path, workdir: Path, top: int = 40) -> None:
@@ -249,6 +282,8 @@ def main() -> int:
     p.add_argument("--workdir", default="/tmp/kt-bench")
     p.add_argument("--bulk-mb", type=float, default=550)
     p.add_argument("--chatty-mb", type=float, default=120)
+    p.add_argument("--runs", type=int, default=3, help="alternating rounds of the three commands (median of them)")
+    p.add_argument("--shapes", default="loopback,mss", help="comma-separated, of: " + ", ".join(SHAPES))
     p.add_argument("--skip-tshark", action="store_true")
     p.add_argument("--profile", choices=["bulk", "chatty"], help="profile dissect on this capture instead")
     p.add_argument("--workload", help=argparse.SUPPRESS)
@@ -260,28 +295,33 @@ def main() -> int:
     if shutil.which("tcpdump") is None or (shutil.which("tshark") is None and not (args.skip_tshark or args.profile)):
         print("needs tcpdump and tshark", file=sys.stderr)
         return 2
+    shapes = args.shapes.split(",")
+    if not set(shapes) <= set(SHAPES) or args.runs < 1:
+        p.error(f"--shapes takes {', '.join(SHAPES)}; --runs at least 1")
     workdir = Path(args.workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     results = []
-    for kind, target_mb in (("bulk", args.bulk_mb), ("chatty", args.chatty_mb)):
-        if args.profile not in (None, kind):
-            continue
-        source = workdir / f"{kind}-source.pcap"
-        if not source.exists():
-            capture_workload(source, kind)
-        capture = workdir / f"{kind}.pcap"
-        meta = workdir / f"{kind}.json"
-        if capture.exists() and meta.exists() and json.loads(meta.read_text())["mb"] == target_mb:
-            packets = json.loads(meta.read_text())["packets"]
-        else:
-            packets = replicate(source, capture, target_mb)
-            meta.write_text(json.dumps({"mb": target_mb, "packets": packets}))
-        if args.profile:
-            profile(capture, workdir)
-            return 0
-        results.append(bench(capture, packets, workdir, args.skip_tshark))
-        print(json.dumps(results[-1]), flush=True)
+    for shape in shapes:
+        for kind, target_mb in (("bulk", args.bulk_mb), ("chatty", args.chatty_mb)):
+            if args.profile not in (None, kind):
+                continue
+            source = workdir / f"{kind}-source.pcap"
+            if not source.exists():
+                capture_workload(source, kind)
+            capture = workdir / f"{kind}-{shape}.pcap"
+            meta = workdir / f"{kind}-{shape}.json"
+            if capture.exists() and meta.exists() and json.loads(meta.read_text())["mb"] == target_mb:
+                packets = json.loads(meta.read_text())["packets"]
+            else:
+                packets = replicate(source, capture, target_mb, SHAPES[shape])
+                meta.write_text(json.dumps({"mb": target_mb, "packets": packets}))
+            if args.profile:
+                profile(capture, workdir)
+                return 0
+            results.append(bench(capture, shape, packets, workdir, args.skip_tshark, args.runs))
+            print(json.dumps(results[-1]), file=sys.stderr, flush=True)
     (workdir / "results.json").write_text(json.dumps(results, indent=1))
+    print(table(results))
     return 0
 
 

@@ -28,7 +28,7 @@ pytestmark = pytest.mark.slow
 
 def capture(*args: str, env: dict | None = None, user: str | None = None, timeout: float = 60
             ) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "capture", *args]
+    cmd = [sys.executable, "-m", "kafkatap.capture", *args]
     if user:
         cmd = ["setpriv", "--reuid", user, "--regid", "nogroup", "--clear-groups", *cmd]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT,

@@ -31,7 +31,7 @@ pytestmark = [pytest.mark.live, pytest.mark.slow,
 
 
 def start_capture(*args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "capture", *args], cwd=ROOT, stdout=subprocess.PIPE,
+    return subprocess.Popen([sys.executable, "-m", "kafkatap.capture", *args], cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 
 

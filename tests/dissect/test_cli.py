@@ -14,7 +14,7 @@ import pytest
 from kafkatap.dissect.cli import main
 from kafkatap.dissect.tables.schema import TABLES
 from kafkatap.samples import load_truth
-from tests.support.paths import ROOT, SAMPLES
+from tests.support.paths import SAMPLES
 
 CAPTURES = sorted(SAMPLES.glob("*.pcapng"))
 
@@ -51,9 +51,9 @@ def test_a_non_capture_file_is_an_anomaly_and_the_others_are_dissected(tmp_path:
 @pytest.mark.skipif(not CAPTURES, reason="no samples yet")
 def test_python_m_dissect_writes_tables_duckdb_reads(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    run = subprocess.run([sys.executable, "-m", "dissect", *map(str, CAPTURES), "-o", str(out),
+    run = subprocess.run([sys.executable, "-m", "kafkatap.dissect", *map(str, CAPTURES), "-o", str(out),
                           *(f"--port={p}" for c in CAPTURES for p in load_truth(c.stem)["broker_ports"])],
-                         capture_output=True, text=True, cwd=ROOT)
+                         capture_output=True, text=True, cwd=tmp_path)  # not the checkout: the installed package
     assert run.returncode == 0, run.stderr
     assert "kafkatap dissect" in run.stderr  # the summary table
     assert not (out / "records").exists()  # only with --records
