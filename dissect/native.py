@@ -53,6 +53,14 @@ compiled: bool = _decide()
 """Whether the twins run; read at every call of `pick`, so a test can set it to run either path in one process."""
 
 
+def extension(name: str) -> ModuleType | None:
+    """The compiled module `name`, or None when it is not built (`pick` then returns the pure-Python twin)."""
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return None
+
+
 def pick(pure: F, extension: ModuleType | None) -> F:
     """pure's compiled twin (the function of the same name in extension) when the compiled core runs, else pure."""
     return getattr(extension, pure.__name__) if compiled else pure

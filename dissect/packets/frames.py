@@ -15,10 +15,7 @@ from kafkatap.dissect import native
 from kafkatap.dissect.packets import ip, link, tcp
 from kafkatap.dissect.packets.pcap import Chunk
 
-try:
-    from kafkatap.dissect.packets import _frames
-except ImportError:  # not built: native runs the reference then
-    _frames = None
+_frames = native.extension("kafkatap.dissect.packets._frames")
 
 # verdict of each frame, one per way the driver counts or reports it; the TCP ones come last (from SLOW on)
 UNKNOWN_LINK, NOT_IP, BAD_LINK, BAD_IP, SHORT_IP, NOT_TCP, SLOW, BAD_TCP, SHORT_TCP, SEGMENT, ACK_ONLY, IDLE = range(12)

@@ -17,10 +17,7 @@ import numpy as np
 from kafkatap.dissect import native
 from kafkatap.dissect.packets import gather
 
-try:
-    from kafkatap.dissect.packets import _records
-except ImportError:  # not built: native runs the pure-Python walk then
-    _records = None
+_records = native.extension("kafkatap.dissect.packets._records")
 
 CHUNK_SIZE = 32 << 20
 LINKTYPE_MASK = 0x0FFFFFFF  # the upper bits of the link type field carry FCS information

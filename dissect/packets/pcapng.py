@@ -17,10 +17,7 @@ import numpy as np
 from kafkatap.dissect import native
 from kafkatap.dissect.packets.pcap import CHUNK_SIZE, MAX_FRAME, Anomaly, CaptureFormatError, Chunk
 
-try:
-    from kafkatap.dissect.packets import _records
-except ImportError:  # not built: native runs the pure-Python walk then
-    _records = None
+_records = native.extension("kafkatap.dissect.packets._records")
 
 SHB = 0x0A0D0D0A
 IDB, OPB, SPB, EPB = 1, 2, 3, 6

@@ -44,7 +44,7 @@ class Rows:
 
     def response(self, st: ConnState, req: Request, resp: Response, where: Where) -> None:
         """A Fetch's or ShareFetch's record data, and the ranges a ShareFetch acquired."""
-        if req.api_key in (ApiKey.FETCH, ApiKey.SHARE_FETCH):
+        if req.api_key in FETCHES:
             self._fetch_response(st, req, resp, resp.body, self._problem(st, RESPONSE, req, where))
         if req.api_key == ApiKey.SHARE_FETCH:
             self.acquired(st, req, resp, resp.body)
@@ -215,6 +215,7 @@ class Rows:
 _NONE = (None,) * 11
 _EMPTY: dict = {}
 SHARE_APIS = (ApiKey.SHARE_FETCH, ApiKey.SHARE_ACKNOWLEDGE)
+FETCHES = frozenset({ApiKey.FETCH, ApiKey.SHARE_FETCH})
 
 
 def _entities(qf: dict, rf: dict) -> tuple:
