@@ -8,18 +8,18 @@ A response can only be decoded through its request's api key and version. One wh
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
 
 from kafkatap.dissect.errors import DecodeError
 from kafkatap.dissect.kafka import consumer_protocol as cp
-from kafkatap.dissect.kafka.extract import REQUEST_FIELDS, Found, walk
+from kafkatap.dissect import native
+from kafkatap.dissect.kafka import bodies
+from kafkatap.dissect.kafka.bodies import WANTED, Body, walked
+from kafkatap.dissect.kafka.extract import Found, walk
 from kafkatap.dissect.kafka.messages import Messages
 from kafkatap.dissect.kafka.orphans import Orphan
-from kafkatap.dissect.kafka.plausible import decode_answer
 from kafkatap.dissect.kafka.state import DIRECTIONS, REQUEST, RESPONSE, ConnState, Request, Response
 from kafkatap.dissect.kafka.topics import TopicNames
-from kafkatap.dissect.protocol import api_name, decode_request, decode_request_header, is_known, response_header_version
-from kafkatap.dissect.protocol.codec import decoder
+from kafkatap.dissect.protocol import api_name, decode_request_header, is_known
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 from kafkatap.dissect.streams.reassembly import Where
 
@@ -29,30 +29,7 @@ _I32 = struct.Struct(">i").unpack_from
 
 _KNOWN: dict[tuple[int, int], bool] = {}
 """is_known by (api_key, api_version): asked once per request, so worth a dict instead of a range scan."""
-_ANSWERS: dict[tuple[int, int], tuple[bool, Callable]] = {}
-"""(flexible response header, compiled body decoder) by (api_key, api_version) of the request answered."""
-
-
-def _decode_answer(api_key: int, api_version: int, frame: bytes) -> tuple[dict, int]:
-    """`decode_answer` with the response header skipped inline in the usual case (v0 header, or a flexible one with
-    no tagged fields), so each response costs one compiled decoder call. Anything else, a decode error included,
-    goes through `decode_answer`, which gives the same body or raises the same error (and knows the ApiVersions
-    fallback)."""
-    answer = _ANSWERS.get((api_key, api_version))
-    if answer is None:
-        answer = _ANSWERS[(api_key, api_version)] = (response_header_version(api_key, api_version) == 1,
-                                                     decoder(api_key, api_version, True))
-    flexible, decode = answer
-    if not flexible:
-        pos = 4
-    elif len(frame) > 4 and frame[4] == 0:
-        pos = 5
-    else:
-        return decode_answer(api_key, api_version, frame)
-    try:
-        return decode(frame, pos)
-    except DecodeError:
-        return decode_answer(api_key, api_version, frame)
+_compiled = native.extension("kafkatap.dissect.kafka._bodies")
 
 
 class Exchange:
@@ -96,8 +73,8 @@ class Exchange:
                           REQUEST, offset, size, api_key, correlation_id)
         elif pos >= 0:
             try:
-                req.body, end = decode_request(api_key, api_version, payload, pos)
-                self._book_decoded(st, REQUEST, offset, size, len(payload) - end, req, where)
+                req.body = native.pick(bodies.read_request, _compiled)(api_key, api_version, payload, pos)
+                self._book_decoded(st, REQUEST, offset, size, len(payload) - req.body.end, req, where)
             except DecodeError as e:
                 req.error = f"request: {e.reason} at offset {e.offset}"
         if req.error is not None and req.known:
@@ -106,12 +83,10 @@ class Exchange:
         body = req.body
         if body is not None:
             self.out.request(st, req, where)
-            pending = self.consumer.pending(api_key, body, None) if api_key in cp.APIS else None
-            req.found = walk(body, REQUEST_FIELDS)
-            if pending is not None:
-                self._consumer_protocol(st, req, REQUEST, pending, req.found, where)
+            if body.json is None:
+                req.body = body = self._walk(st, req, REQUEST, body, None, where)
             st.sasl.after_request(api_key, api_version)
-            if api_key == ApiKey.PRODUCE and body.get("acks") == 0:
+            if api_key == ApiKey.PRODUCE and body.top.get("acks") == 0:
                 self.out.frame(st, req, None, where)
                 return
         orphan = st.orphans.take(correlation_id)
@@ -155,8 +130,8 @@ class Exchange:
             st.account.skipped(RESPONSE, "unknown_api", size)
         else:
             try:
-                resp.body, end = _decode_answer(req.api_key, req.api_version, payload)
-                self._book_decoded(st, RESPONSE, offset, size, len(payload) - end, req, where)
+                resp.body = native.pick(bodies.read_response, _compiled)(req.api_key, req.api_version, payload)
+                self._book_decoded(st, RESPONSE, offset, size, len(payload) - resp.body.end, req, where)
             except DecodeError as e:
                 resp.error = f"response: {e.reason} at offset {e.offset}"
                 st.account.skipped(RESPONSE, "decode_error", size)
@@ -165,14 +140,23 @@ class Exchange:
         body = resp.body
         if body is not None:
             self.out.response(st, req, resp, where)
-            pending = (self.consumer.pending(req.api_key, body, req.body or {}) if req.api_key in cp.APIS
-                       else None)
-            resp.found = walk(body, ())
-            if pending is not None:
-                self._consumer_protocol(st, req, RESPONSE, pending, resp.found, where)
-            for topic_id, name in resp.found.id_names:
+            if body.json is None:
+                asked = req.body.message if req.body is not None else {}
+                resp.body = body = self._walk(st, req, RESPONSE, body, asked, where)
+            for topic_id, name in body.found.id_names:
                 self.topics.learn(topic_id, name)
         self.out.frame(st, req, resp, where)
+
+    def _walk(self, st: ConnState, req: Request, direction: int, body: Body, asked: dict | None,
+              where: Where) -> Body:
+        """Walk the message of a body read with its dicts (bodies.DICT_APIS), decoding the consumer protocol bytes
+        of a JoinGroup / SyncGroup first (asked: the request's message, for a response)."""
+        message = body.message
+        pending = self.consumer.pending(req.api_key, message, asked) if req.api_key in cp.APIS else None
+        found = walk(message, WANTED[direction])
+        if pending is not None:
+            self._consumer_protocol(st, req, direction, pending, found, where)
+        return walked(body, found, direction == RESPONSE)
 
     def _let_go(self, st: ConnState, correlation_id: int, orphan: Orphan) -> None:
         """A held response whose request never came: unpaired, and undecoded (its api is unknown)."""

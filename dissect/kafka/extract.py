@@ -17,7 +17,9 @@ import base64
 import json
 import math
 from json.encoder import c_make_encoder, encode_basestring
-from typing import Any
+from typing import Any, NamedTuple
+
+from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 
 REQUEST_FIELDS = ("group_id", "member_id", "group_instance_id", "generation_id", "member_epoch", "group_epoch",
                   "share_session_epoch", "producer_id", "producer_epoch", "transactional_id")
@@ -26,6 +28,46 @@ REQUEST_FIELDS = ("group_id", "member_id", "group_instance_id", "generation_id",
 RESPONSE_FIELDS = ("member_id", "generation_id", "member_epoch", "group_epoch", "producer_id", "producer_epoch",
                    "throttle_time_ms", "error_code")
 """Taken from the response's top level only: nested ones describe other members (DescribeGroups) or partitions."""
+
+REQUEST_TOP = ("acks",)
+"""Read from a request's top level: a Produce with acks=0 gets no response."""
+
+
+class Collect(NamedTuple):
+    """Rows taken from a message's topics and their partitions: for each partition of each topic in the top-level
+    array `path[0]`, its topic's `topic` fields then its own `partition` fields (None where the version has none)."""
+
+    path: tuple[str, str]
+    topic: tuple[str, ...]
+    partition: tuple[str, ...]
+
+
+_FETCHED = Collect(("responses", "partitions"), ("topic", "topic_id"),
+                   ("partition_index", "records", "high_watermark", "error_code"))
+COLLECT = {
+    (ApiKey.PRODUCE, False): Collect(("topic_data", "partition_data"), ("name", "topic_id"), ("index", "records")),
+    (ApiKey.PRODUCE, True): Collect(("responses", "partition_responses"), ("name", "topic_id"),
+                                    ("index", "error_code", "base_offset")),
+    (ApiKey.FETCH, False): Collect(("topics", "partitions"), ("topic", "topic_id"), ("partition", "fetch_offset")),
+    (ApiKey.FETCH, True): _FETCHED,
+    (ApiKey.SHARE_FETCH, True): _FETCHED,
+}
+"""By (api_key, response): the partition rows the batches/ table reads (record data, offsets, errors), so that
+record data never has to be found in a decoded message by api-specific code."""
+
+
+def collect(message: dict, spec: Collect | None) -> list[tuple]:
+    """The rows `spec` asks for (taken before `walk` replaces record data by its size)."""
+    rows: list[tuple] = []
+    if spec is None:
+        return rows
+    outer, inner = spec.path
+    for topic in message.get(outer) or ():
+        head = tuple(topic.get(name) for name in spec.topic)
+        for part in topic.get(inner) or ():
+            rows.append(head + tuple(part.get(name) for name in spec.partition))
+    return rows
+
 
 SECRET_FIELDS = frozenset({"auth_bytes", "hmac", "salt", "salted_password"})
 RECORD_FIELDS = frozenset({"records", "unaligned_records"})

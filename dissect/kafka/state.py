@@ -13,6 +13,7 @@ from kafkatap.dissect.kafka.sasl import SaslTokens
 from kafkatap.dissect.streams.reassembly import Where
 
 if TYPE_CHECKING:
+    from kafkatap.dissect.kafka.bodies import Body
     from kafkatap.dissect.kafka.skips import Skips
 
 REQUEST, RESPONSE = 0, 1
@@ -22,8 +23,8 @@ DIRECTIONS = ("request", "response")
 class Request:
     """A request waiting for its response, with what its row and its response's rows need."""
 
-    __slots__ = ("seq", "ts", "size", "api_key", "api_version", "correlation_id", "client_id", "body", "found",
-                 "error", "known", "produce")
+    __slots__ = ("seq", "ts", "size", "api_key", "api_version", "correlation_id", "client_id", "body", "error",
+                 "known", "produce")
 
     def __init__(self, seq: int, ts: int, size: int, api_key: int, api_version: int, correlation_id: int) -> None:
         self.seq = seq
@@ -33,8 +34,7 @@ class Request:
         self.api_version = api_version
         self.correlation_id = correlation_id
         self.client_id: str | None = None
-        self.body: dict | None = None
-        self.found: Any = None
+        self.body: Body | None = None
         self.error: str | None = None
         self.known = True
         self.produce: list | None = None  # Produce: (topic, topic_id, partition, batches) awaiting the response
@@ -43,13 +43,12 @@ class Request:
 class Response:
     """A decoded (or undecodable) response, paired with its request."""
 
-    __slots__ = ("ts", "size", "body", "found", "error")
+    __slots__ = ("ts", "size", "body", "error")
 
     def __init__(self, ts: int, size: int) -> None:
         self.ts = ts
         self.size = size
-        self.body: dict | None = None
-        self.found: Any = None
+        self.body: Body | None = None
         self.error: str | None = None
 
 

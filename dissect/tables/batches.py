@@ -6,7 +6,7 @@ Record keys and values are reduced to sizes and 64-bit BLAKE2b hashes (signed, t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from hashlib import blake2b
 from typing import Any
 
@@ -14,44 +14,19 @@ from kafkatap.dissect.errors import DecodeError
 from kafkatap.dissect.records import Batch, split_batches
 from kafkatap.dissect.records.compression import CODECS
 
-PartitionData = tuple[str | None, str | None, int, Any, dict]
-"""(topic name, topic id, partition, records bytes, the partition's dict) for each partition carrying records."""
-
 Problem = Callable[[str, str, int], None]
 """problem(kind, detail, nbytes): report an anomaly found in record data."""
 
 
-def produce_partitions(request: dict) -> Iterator[PartitionData]:
-    for topic in request.get("topic_data") or ():
-        for part in topic.get("partition_data") or ():
-            yield topic.get("name"), topic.get("topic_id"), part.get("index"), part.get("records"), part
+def produce_results(rows: list[tuple]) -> dict[tuple[str | None, int], tuple[int, int]]:
+    """(topic name or id, partition) -> (error_code, assigned base_offset), from the rows extract.COLLECT takes
+    from a Produce response."""
+    return {(name or topic_id, index): (error, base_offset) for name, topic_id, index, error, base_offset in rows}
 
 
-def fetch_partitions(response: dict) -> Iterator[PartitionData]:
-    """Fetch (topic name or id) and ShareFetch (id) responses share this shape."""
-    for topic in response.get("responses") or ():
-        for part in topic.get("partitions") or ():
-            yield topic.get("topic"), topic.get("topic_id"), part.get("partition_index"), part.get("records"), part
-
-
-def produce_results(response: dict | None) -> dict[tuple[str | None, int], tuple[int, int]]:
-    """(topic name or id, partition) -> (error_code, assigned base_offset) from a Produce response."""
-    out = {}
-    for topic in (response or {}).get("responses") or ():
-        key = topic.get("name") or topic.get("topic_id")
-        for part in topic.get("partition_responses") or ():
-            out[(key, part.get("index"))] = (part.get("error_code"), part.get("base_offset"))
-    return out
-
-
-def fetch_offsets(request: dict | None) -> dict[tuple[str | None, int], int]:
-    """(topic name or id, partition) -> fetch_offset from a Fetch request."""
-    out = {}
-    for topic in (request or {}).get("topics") or ():
-        key = topic.get("topic") or topic.get("topic_id")
-        for part in topic.get("partitions") or ():
-            out[(key, part.get("partition"))] = part.get("fetch_offset")
-    return out
+def fetch_offsets(rows: list[tuple]) -> dict[tuple[str | None, int], int]:
+    """(topic name or id, partition) -> fetch_offset, from the rows extract.COLLECT takes from a Fetch request."""
+    return {(topic or topic_id, partition): offset for topic, topic_id, partition, offset in rows}
 
 
 def split(data: Any, final: bool, problem: Problem) -> list[Batch]:

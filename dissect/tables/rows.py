@@ -10,7 +10,8 @@ from typing import Any
 
 from kafkatap.dissect.anomalies import KINDS
 from kafkatap.dissect.kafka import share
-from kafkatap.dissect.kafka.extract import RESPONSE_FIELDS, dumps, error_code, top_level
+from kafkatap.dissect.kafka.bodies import Body
+from kafkatap.dissect.kafka.extract import error_code
 from kafkatap.dissect.kafka.state import DIRECTIONS, REQUEST, RESPONSE, ConnState, Request, Response
 from kafkatap.dissect.kafka.topics import TopicNames
 from kafkatap.dissect.protocol import api_name, error_name
@@ -40,14 +41,14 @@ class Rows:
         """A Produce's record data: its batches wait in the request for the response's offsets, its records/ rows
         are written now."""
         if req.api_key == ApiKey.PRODUCE:
-            req.produce = self._produce_request(st, req, req.body, self._problem(st, REQUEST, req, where))
+            req.produce = self._produce_request(st, req, req.body.rows, self._problem(st, REQUEST, req, where))
 
     def response(self, st: ConnState, req: Request, resp: Response, where: Where) -> None:
         """A Fetch's or ShareFetch's record data, and the ranges a ShareFetch acquired."""
         if req.api_key in FETCHES:
-            self._fetch_response(st, req, resp, resp.body, self._problem(st, RESPONSE, req, where))
+            self._fetch_response(st, req, resp, self._problem(st, RESPONSE, req, where))
         if req.api_key == ApiKey.SHARE_FETCH:
-            self.acquired(st, req, resp, resp.body)
+            self.acquired(st, req, resp, resp.body.message)
 
     def frame(self, st: ConnState, req: Request, resp: Response | None, where: Where,
               unpaired: bool = False) -> None:
@@ -57,9 +58,9 @@ class Rows:
         self.messages[name] = self.messages.get(name, 0) + 1
         qbody = req.body
         if resp is None:
-            rbody = rfound = resp_ts = latency = resp_size = resp_error = None
+            rbody = resp_ts = latency = resp_size = resp_error = None
         else:
-            rbody, rfound, resp_ts, resp_size, resp_error = resp.body, resp.found, resp.ts, resp.size, resp.error
+            rbody, resp_ts, resp_size, resp_error = resp.body, resp.ts, resp.size, resp.error
             latency = resp_ts - req.ts
         if req.produce is not None:
             self.produce_batches(st, req, rbody, self._problem(st, REQUEST if resp is None else RESPONSE, req, where))
@@ -76,17 +77,19 @@ class Rows:
         else:
             status = "ok"
         self.statuses[status] = self.statuses.get(status, 0) + 1
-        qfound = req.found
-        qf = qfound.fields if qfound is not None else _EMPTY
-        request_json = dumps(qbody) if qbody is not None else None
+        if qbody is None:
+            qfound = request_json = None
+            qf = _EMPTY
+        else:
+            qfound, request_json = qbody.found, qbody.json
+            qf = qfound.fields
         if rbody is None:
             rf = _EMPTY
-            code = error = response_json = None
+            rfound = code = error = response_json = None
         else:
-            rf = top_level(rbody, RESPONSE_FIELDS)
-            code = error_code(rbody, rfound)
+            rf, rfound, response_json = rbody.top, rbody.found, rbody.json
+            code = error_code(rf, rfound)
             error = error_name(code) if code is not None else None
-            response_json = dumps(rbody)
         self.frames.add((
             st.conn_id, st.client_addr, st.broker_addr, req.ts, resp_ts, latency, req.api_key, name, req.api_version,
             req.correlation_id, req.client_id, req.size, resp_size, code, error, status,
@@ -94,9 +97,9 @@ class Rows:
             self.topic_list(qfound, rfound), rf.get("throttle_time_ms"), errors, request_json, response_json,
         ), len(request_json or "") + len(response_json or ""))
 
-    def produce_batches(self, st: ConnState, req: Request, rbody: dict | None, problem: Problem) -> None:
+    def produce_batches(self, st: ConnState, req: Request, rbody: Body | None, problem: Problem) -> None:
         """batches/ rows of a Produce request, with the error and base offset its response assigned."""
-        results = bt.produce_results(rbody)
+        results = bt.produce_results(rbody.rows) if rbody is not None else {}
         head = (st.conn_id, st.client_addr, st.broker_addr, req.correlation_id, req.api_version, "produce", req.ts,
                 req.client_id, None, None)
         for topic, topic_id, partition, batches in req.produce:
@@ -134,10 +137,10 @@ class Rows:
             for row in bt.record_rows(batch, head, topic, partition, self.payloads, problem):
                 self.records.add(row, len(row[-1] or b"") + len(row[-2] or b"") if self.payloads else 0)
 
-    def _produce_request(self, st: ConnState, req: Request, body: dict, problem: Problem) -> list:
+    def _produce_request(self, st: ConnState, req: Request, partitions: list[tuple], problem: Problem) -> list:
         """(topic, topic_id, partition, batches) of each partition carrying record data."""
         out = []
-        for name, topic_id, partition, data, _ in bt.produce_partitions(body):
+        for name, topic_id, partition, data in partitions:
             batches = bt.split(data, True, problem)
             if not batches:
                 continue
@@ -149,23 +152,22 @@ class Rows:
                 self.record_rows(batches, head, rtopic, partition, problem)
         return out
 
-    def _fetch_response(self, st: ConnState, req: Request, resp: Response, body: dict, problem: Problem) -> None:
+    def _fetch_response(self, st: ConnState, req: Request, resp: Response, problem: Problem) -> None:
         """batches/ rows, and records/ rows if asked, of a Fetch or ShareFetch response."""
         share_fetch = req.api_key == ApiKey.SHARE_FETCH
         direction = "share_fetch" if share_fetch else "fetch"
-        offsets = {} if share_fetch else bt.fetch_offsets(req.body)
+        offsets = {} if share_fetch or req.body is None else bt.fetch_offsets(req.body.rows)
         group_id = member_id = None
         if share_fetch and req.body is not None:
-            group_id, member_id = req.body.get("group_id"), req.body.get("member_id")
+            group_id, member_id = req.body.message.get("group_id"), req.body.message.get("member_id")
         carrier = (st.conn_id, st.client_addr, st.broker_addr, req.correlation_id, req.api_version, direction,
                    resp.ts, req.client_id, group_id, member_id)
-        for name, topic_id, partition, data, part in bt.fetch_partitions(body):
+        for name, topic_id, partition, data, high_watermark, partition_error in resp.body.rows:
             batches = bt.split(data, False, problem)
             if not batches:
                 continue
             topic = name if name is not None else self.topics.resolve(topic_id, "batches")
-            tail = (offsets.get((name or topic_id, partition)), part.get("high_watermark"), None,
-                    part.get("error_code"))
+            tail = (offsets.get((name or topic_id, partition)), high_watermark, None, partition_error)
             self.batches.extend(bt.batch_rows(carrier + (topic, topic_id, partition), batches, tail, problem))
             if self.records is not None:
                 head = (st.conn_id, req.correlation_id, direction, resp.ts, req.client_id)
@@ -173,7 +175,7 @@ class Rows:
                 self.record_rows(batches, head, rtopic, partition, problem)
 
     def acquired(self, st: ConnState, req: Request, resp: Response, body: dict) -> None:
-        rb = req.body or {}
+        rb = req.body.message if req.body is not None else {}
         for topic_id, partition, first, last, delivery_count, err in share.acquired(body):
             self.share.add((
                 st.conn_id, st.client_addr, st.broker_addr, "acquired", req.api_key, req.correlation_id, resp.ts,
@@ -181,9 +183,9 @@ class Rows:
                 self.topics.resolve(topic_id, "share"), topic_id, partition, first, last, delivery_count, None, err,
             ))
 
-    def acks(self, st: ConnState, req: Request, resp_body: dict | None) -> None:
-        rb = req.body
-        errors = share.ack_error_codes(req.api_key, resp_body)
+    def acks(self, st: ConnState, req: Request, resp_body: Body | None) -> None:
+        rb = req.body.message
+        errors = share.ack_error_codes(req.api_key, resp_body.message if resp_body is not None else None)
         for topic_id, partition, first, last, ack_type in share.acks(rb):
             self.share.add((
                 st.conn_id, st.client_addr, st.broker_addr, "ack", req.api_key, req.correlation_id, req.ts,

@@ -1,0 +1,564 @@
+# cython: language_level=3, boundscheck=True, wraparound=False, initializedcheck=True
+"""Compiled twins of bodies.read_request and bodies.read_response: one pass over a message body that checks it,
+writes its JSON and collects what `walk`, `top_level` and `collect` would, without building the message's dicts.
+
+What each field means comes from its plan (plans.py, derived from the schema table), turned into C arrays once per
+message version. Every read is checked against the frame's length. Anything the pass does not take on (a tagged
+field, a value that would not decode, a message without a plan) goes to the pure-Python reader, which gives the
+result or the DecodeError: so results are the same either way, and errors always come from the reference.
+"""
+
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.ref cimport PyObject
+from cpython.unicode cimport PyUnicode_DecodeUTF8
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdlib cimport free, malloc, realloc
+from libc.string cimport memcpy
+
+from kafkatap.dissect.kafka import bodies, plans
+from kafkatap.dissect.kafka.extract import NULL_TOPIC_ID, Found
+from kafkatap.dissect.protocol import is_known, response_header_version
+
+cdef enum:
+    BOOL, INT8, INT16, UINT16, INT32, UINT32, INT64, UUID, STRING, BYTES, STRUCT, ARRAY
+cdef enum:
+    PLAIN, SECRET, RECORDS
+cdef enum:
+    NONE, WANTED_FIELD, ERROR, TOPIC, TOPIC_NAMES
+cdef enum:
+    OK = 0
+    PURE = 1  # not for this pass: the pure-Python reader decides
+
+
+cdef struct Spec:
+    const char* key
+    Py_ssize_t key_len
+    int kind, element, nullable, flexible, bytes_as, role, index, top, column, collect
+    PyObject* child  # a StructPlan (kept alive by the parent's `keep`), or NULL
+
+
+cdef class StructPlan:
+    cdef Spec* specs
+    cdef Py_ssize_t n
+    cdef bint flexible, context
+    cdef int topic_id, name
+    cdef list keep
+
+    def __cinit__(self, tuple desc):
+        flexible, topic_id, name, context, fields = desc
+        self.flexible, self.topic_id, self.name, self.context = flexible, topic_id, name, context
+        self.n = len(fields)
+        self.keep = []
+        self.specs = <Spec*> malloc(max(self.n, 1) * sizeof(Spec))
+        if self.specs == NULL:
+            raise MemoryError()
+        cdef Spec* s
+        for i, f in enumerate(fields):
+            key, kind, element, nullable, flex, bytes_as, role, index, top, column, collect, child = f
+            self.keep.append(key)
+            s = &self.specs[i]
+            s.key, s.key_len = PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key)
+            s.kind, s.element, s.nullable, s.flexible, s.bytes_as = kind, element, nullable, flex, bytes_as
+            s.role, s.index, s.top, s.column, s.collect = role, index, top, column, collect
+            s.child = NULL
+            if child is not None:
+                sub = StructPlan(child)
+                self.keep.append(sub)
+                s.child = <PyObject*> sub
+            elif kind == STRUCT or element == STRUCT:
+                raise ValueError(f"plan of {key!r}: a struct without the plan of its fields")
+
+    def __dealloc__(self):
+        free(self.specs)
+
+
+cdef class Plan:
+    cdef StructPlan root
+    cdef tuple wanted, top
+    cdef int columns
+
+    def __cinit__(self, tuple desc, tuple wanted, tuple top):
+        root, _, _, columns = desc
+        self.root = StructPlan(root)
+        self.wanted, self.top, self.columns = wanted, top, columns
+
+
+cdef class Pass:
+    """The state of one body's pass, and the JSON buffer (reused by the next pass)."""
+    cdef const uint8_t* buf
+    cdef Py_ssize_t end
+    cdef char* out
+    cdef Py_ssize_t n, cap
+    cdef Plan plan
+    cdef object value  # the last value _value kept
+    cdef dict fields
+    cdef list topics, topic_ids, id_names, top, cur, rows
+    cdef int64_t first_error
+    cdef bint has_error
+
+    def __cinit__(self):
+        self.cap = 4096
+        self.out = <char*> malloc(self.cap)
+        if self.out == NULL:
+            raise MemoryError()
+
+    def __dealloc__(self):
+        free(self.out)
+
+    cdef int grow(self, Py_ssize_t k) except -1:
+        cdef Py_ssize_t cap = self.cap
+        while self.n + k > cap:
+            cap *= 2
+        cdef char* bigger = <char*> realloc(self.out, cap)
+        if bigger == NULL:
+            raise MemoryError()
+        self.out, self.cap = bigger, cap
+        return 0
+
+    cdef inline int put(self, const char* s, Py_ssize_t k) except -1:
+        if self.n + k > self.cap:
+            self.grow(k)
+        memcpy(self.out + self.n, s, k)
+        self.n += k
+        return 0
+
+    cdef inline int put_char(self, char c) except -1:
+        if self.n + 1 > self.cap:
+            self.grow(1)
+        self.out[self.n] = c
+        self.n += 1
+        return 0
+
+
+cdef dict _PLANS = {}  # (api_key, api_version, response) -> Plan, or None: the pure-Python reader
+cdef dict _RESPONSE_FLEXIBLE = {}  # (api_key, api_version) -> flexible response header
+cdef Pass _PASS = Pass()
+cdef object _new_body = tuple.__new__
+cdef object _Body = bodies.Body
+cdef object _pure_request = bodies.read_request
+cdef object _pure_response = bodies.read_response
+cdef const char* _B64 = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+cdef const char* _B64URL = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+cdef const char* _HEX = b"0123456789abcdef"
+cdef Py_ssize_t _in_one_pass = 0, _handed_back = 0
+cdef Py_ssize_t[7] _SIZES = [1, 1, 2, 2, 4, 4, 8]  # BOOL .. INT64
+
+
+def counts() -> tuple:
+    """(bodies read in one pass, bodies handed to the pure-Python reader) so far in this process."""
+    return _in_one_pass, _handed_back
+
+
+def read_request(int api_key, int api_version, frame, Py_ssize_t pos):
+    global _handed_back
+    plan = _plan(api_key, api_version, False)
+    if plan is not None and type(frame) is bytes and 0 <= pos <= PyBytes_GET_SIZE(frame):
+        body = _read(<Plan> plan, frame, pos)
+        if body is not None:
+            return body
+    _handed_back += 1
+    return _pure_request(api_key, api_version, frame, pos)
+
+
+def read_response(int api_key, int api_version, frame):
+    global _handed_back
+    plan = _plan(api_key, api_version, True)
+    if plan is not None and type(frame) is bytes:
+        flexible = _RESPONSE_FLEXIBLE.get((api_key, api_version))
+        if flexible is None:
+            flexible = _RESPONSE_FLEXIBLE[(api_key, api_version)] = response_header_version(api_key, api_version) == 1
+        pos = -1
+        if not flexible:
+            pos = 4
+        elif PyBytes_GET_SIZE(frame) > 4 and (<const uint8_t*> PyBytes_AS_STRING(frame))[4] == 0:
+            pos = 5
+        if 0 <= pos <= PyBytes_GET_SIZE(frame):
+            body = _read(<Plan> plan, frame, pos)
+            if body is not None:
+                return body
+    _handed_back += 1
+    return _pure_response(api_key, api_version, frame)
+
+
+cdef object _plan(int api_key, int api_version, bint response):
+    key = (api_key, api_version, response)
+    try:
+        return _PLANS[key]
+    except KeyError:
+        pass
+    plan = None
+    if is_known(api_key, api_version):
+        desc = plans.plan(api_key, api_version, response)
+        if desc is not None:
+            plan = Plan(desc, bodies.WANTED[response], bodies.TOP[response])
+    _PLANS[key] = plan
+    return plan
+
+
+cdef object _read(Plan plan, bytes frame, Py_ssize_t pos):
+    """The Body of frame[pos:] under plan, or None for the pure-Python reader."""
+    cdef Pass p = _PASS
+    p.buf = <const uint8_t*> PyBytes_AS_STRING(frame)
+    p.end = PyBytes_GET_SIZE(frame)
+    p.n = 0
+    p.plan = plan
+    p.fields = {}
+    p.topics, p.topic_ids, p.id_names, p.rows = [], [], [], []
+    p.top = [None] * len(plan.top)
+    p.cur = [None] * plan.columns
+    p.first_error, p.has_error = 0, False
+    cdef Py_ssize_t at = pos
+    if _struct(p, plan.root, &at, True) != OK:
+        p.plan = None
+        return None
+    json = PyUnicode_DecodeUTF8(p.out, p.n, NULL)
+    found = Found.__new__(Found)
+    found.fields, found.topics, found.topic_ids, found.id_names = p.fields, p.topics, p.topic_ids, p.id_names
+    found.first_error, found.has_error = p.first_error, p.has_error
+    top = {name: value for name, value in zip(plan.top, p.top) if value is not None}
+    body = _new_body(_Body, (at, None, json, found, top, p.rows))
+    p.plan = None
+    global _in_one_pass
+    _in_one_pass += 1
+    return body
+
+
+cdef int _struct(Pass p, StructPlan s, Py_ssize_t* pos, bint top) except -1:
+    cdef Py_ssize_t i, topics0 = len(p.topics), ids0 = len(p.topic_ids), names0 = len(p.id_names)
+    cdef Spec* f
+    cdef object topic_id = None, name = None, value
+    cdef bint keep
+    cdef int64_t count
+    p.put_char(b"{")
+    for i in range(s.n):
+        f = &s.specs[i]
+        if i:
+            p.put(b", ", 2)
+        p.put(f.key, f.key_len)
+        keep = (f.role != NONE or f.column >= 0 or (top and f.top >= 0) or i == s.topic_id or i == s.name)
+        if f.kind == STRUCT:
+            if _nested(p, f, pos) != OK:
+                return PURE
+            continue
+        if f.kind == ARRAY:
+            if _array(p, f, pos) != OK:
+                return PURE
+            continue
+        p.value = None
+        if _value(p, f.kind, f.nullable, f.flexible, f.bytes_as, pos, keep) != OK:
+            return PURE
+        if not keep or p.value is None:
+            continue
+        value = p.value
+        if f.role == WANTED_FIELD:
+            p.fields.setdefault(p.plan.wanted[f.index], value)
+        elif f.role == ERROR:
+            p.has_error = True
+            if value and not p.first_error:
+                p.first_error = value
+        elif f.role == TOPIC and isinstance(value, str):
+            p.topics.append(value)
+        if top and f.top >= 0:
+            p.top[f.top] = value
+        if f.column >= 0:
+            p.cur[f.column] = value
+        if i == s.topic_id:
+            topic_id = value
+        elif i == s.name:
+            name = value
+    p.put_char(b"}")
+    if s.flexible:
+        if _uvarint(p, pos, &count) != OK or count != 0:
+            return PURE
+    if s.topic_id >= 0 and topic_id is not None and topic_id != NULL_TOPIC_ID:
+        p.topic_ids.insert(ids0, topic_id)
+        if s.context and isinstance(name, str):
+            p.id_names.insert(names0, (topic_id, name))
+    if s.context and isinstance(name, str):
+        p.topics.insert(topics0, name)
+    return OK
+
+
+cdef int _nested(Pass p, Spec* f, Py_ssize_t* pos) except -1:
+    """A struct field (possibly null)."""
+    cdef int8_t marker
+    if f.nullable:
+        if pos[0] >= p.end:
+            return PURE
+        marker = <int8_t> p.buf[pos[0]]
+        pos[0] += 1
+        if marker < 0:
+            p.put(b"null", 4)
+            return OK
+    return _struct(p, <StructPlan> f.child, pos, False)
+
+
+cdef int _array(Pass p, Spec* f, Py_ssize_t* pos) except -1:
+    cdef int64_t n, k
+    if _length(p, f.flexible, True, pos, &n) != OK:
+        return PURE
+    if n < 0:
+        if n != -1 or not f.nullable:
+            return PURE
+        p.put(b"null", 4)
+        return OK
+    if n > p.end - pos[0]:
+        return PURE
+    p.put_char(b"[")
+    cdef StructPlan child = <StructPlan> f.child if f.child != NULL else None
+    for k in range(n):
+        if k:
+            p.put(b", ", 2)
+        if f.element == STRUCT:
+            if f.collect:
+                _clear_columns(p, child)
+            if _struct(p, child, pos, False) != OK:
+                return PURE
+            if f.collect == 2:
+                p.rows.append(tuple(p.cur))
+            continue
+        if _value(p, f.element, False, f.flexible, PLAIN, pos, f.role == TOPIC_NAMES) != OK:
+            return PURE
+        if f.role == TOPIC_NAMES:
+            p.topics.append(p.value)
+    p.put_char(b"]")
+    return OK
+
+
+cdef void _clear_columns(Pass p, StructPlan s):
+    """A new topic or partition of the collected path: its columns start as None (a `.get` of a missing key)."""
+    cdef Py_ssize_t i
+    for i in range(s.n):
+        if s.specs[i].column >= 0:
+            p.cur[s.specs[i].column] = None
+
+
+cdef int _value(Pass p, int kind, bint nullable, bint flexible, int bytes_as, Py_ssize_t* pos, bint keep) except -1:
+    """One scalar, string, uuid or bytes value: its JSON written, and (keep) its Python value in p.value (None
+    for a null)."""
+    cdef const uint8_t* b
+    cdef int64_t v, n
+    cdef Py_ssize_t size, start
+    if kind <= INT64:
+        size = _SIZES[kind]
+        if size > p.end - pos[0]:
+            return PURE
+        b = p.buf + pos[0]
+        pos[0] += size
+        if kind == BOOL:
+            if b[0]:
+                p.put(b"true", 4)
+            else:
+                p.put(b"false", 5)
+            if keep:
+                p.value = b[0] != 0
+            return OK
+        if kind == INT8:
+            v = <int8_t> b[0]
+        elif kind == INT16:
+            v = <int16_t> (b[0] << 8 | b[1])
+        elif kind == UINT16:
+            v = b[0] << 8 | b[1]
+        elif kind == INT32:
+            v = <int32_t> (<uint32_t> b[0] << 24 | <uint32_t> b[1] << 16 | <uint32_t> b[2] << 8 | b[3])
+        elif kind == UINT32:
+            v = <uint32_t> b[0] << 24 | <uint32_t> b[1] << 16 | <uint32_t> b[2] << 8 | b[3]
+        else:
+            v = <int64_t> (<uint64_t> b[0] << 56 | <uint64_t> b[1] << 48 | <uint64_t> b[2] << 40 |
+                           <uint64_t> b[3] << 32 | <uint64_t> b[4] << 24 | <uint64_t> b[5] << 16 |
+                           <uint64_t> b[6] << 8 | b[7])
+        _int(p, v)
+        if keep:
+            p.value = v
+        return OK
+    if kind == UUID:
+        if 16 > p.end - pos[0]:
+            return PURE
+        b = p.buf + pos[0]
+        pos[0] += 16
+        p.put_char(b'"')
+        start = p.n
+        _base64(p, b, 16, _B64URL, False)
+        p.n = start + 22  # Kafka's Uuid.toString(): unpadded, 22 characters
+        p.put_char(b'"')
+        if keep:
+            p.value = PyUnicode_DecodeUTF8(p.out + start, 22, NULL)
+        return OK
+    if _length(p, flexible, kind != STRING, pos, &n) != OK:
+        return PURE
+    if n < 0:
+        if n != -1 or not nullable:
+            return PURE
+        p.put(b"null", 4)
+        return OK
+    if n > p.end - pos[0]:
+        return PURE
+    b = p.buf + pos[0]
+    pos[0] += n
+    if kind == STRING:
+        if _string(p, b, n) != OK:
+            return PURE
+        if keep:
+            p.value = PyUnicode_DecodeUTF8(<const char*> b, n, NULL)
+        return OK
+    if bytes_as == SECRET:
+        p.put(b'{"$redacted": ', 14)
+        _int(p, n)
+        p.put_char(b"}")
+    elif bytes_as == RECORDS:
+        p.put(b'{"$records": ', 13)
+        _int(p, n)
+        p.put_char(b"}")
+    else:
+        p.put(b'{"$bytes": "', 12)
+        _base64(p, b, n, _B64, True)
+        p.put(b'"}', 2)
+    if keep:
+        p.value = PyBytes_FromStringAndSize(<const char*> b, n)
+    return OK
+
+
+cdef int _length(Pass p, bint flexible, bint wide, Py_ssize_t* pos, int64_t* n) except -1:
+    """A length or count prefix: compact (unsigned varint of n + 1), int32 (wide) or int16."""
+    cdef const uint8_t* b
+    if flexible:
+        if _uvarint(p, pos, n) != OK:
+            return PURE
+        n[0] -= 1
+        return OK
+    if wide:
+        if 4 > p.end - pos[0]:
+            return PURE
+        b = p.buf + pos[0]
+        pos[0] += 4
+        n[0] = <int32_t> (<uint32_t> b[0] << 24 | <uint32_t> b[1] << 16 | <uint32_t> b[2] << 8 | b[3])
+        return OK
+    if 2 > p.end - pos[0]:
+        return PURE
+    b = p.buf + pos[0]
+    pos[0] += 2
+    n[0] = <int16_t> (b[0] << 8 | b[1])
+    return OK
+
+
+cdef int _uvarint(Pass p, Py_ssize_t* pos, int64_t* value) except -1:
+    """Kafka's unsigned varint: at most 5 bytes."""
+    cdef uint64_t v = 0
+    cdef int shift = 0
+    cdef uint8_t b
+    while True:
+        if pos[0] >= p.end:
+            return PURE
+        b = p.buf[pos[0]]
+        pos[0] += 1
+        v |= (<uint64_t> (b & 0x7F)) << shift
+        if b < 0x80:
+            value[0] = <int64_t> v
+            return OK
+        shift += 7
+        if shift >= 35:
+            return PURE
+
+
+cdef int _int(Pass p, int64_t v) except -1:
+    cdef char digits[24]
+    cdef int i = 24
+    cdef uint64_t u = <uint64_t> v if v >= 0 else (<uint64_t> 0) - <uint64_t> v
+    while True:
+        i -= 1
+        digits[i] = <char> (48 + u % 10)
+        u //= 10
+        if u == 0:
+            break
+    if v < 0:
+        i -= 1
+        digits[i] = b"-"
+    return p.put(digits + i, 24 - i)
+
+
+cdef int _base64(Pass p, const uint8_t* b, Py_ssize_t n, const char* alphabet, bint pad) except -1:
+    cdef Py_ssize_t i = 0, need = (n + 2) // 3 * 4
+    if p.n + need > p.cap:
+        p.grow(need)
+    cdef char* o = p.out + p.n
+    cdef uint64_t w
+    while i + 3 <= n:
+        w = b[i] << 16 | b[i + 1] << 8 | b[i + 2]
+        o[0], o[1], o[2], o[3] = alphabet[w >> 18], alphabet[(w >> 12) & 63], alphabet[(w >> 6) & 63], alphabet[w & 63]
+        o += 4
+        i += 3
+    if n - i == 1:
+        w = b[i] << 16
+        o[0], o[1], o[2], o[3] = alphabet[w >> 18], alphabet[(w >> 12) & 63], b"=", b"="
+        o += 4
+    elif n - i == 2:
+        w = b[i] << 16 | b[i + 1] << 8
+        o[0], o[1], o[2], o[3] = alphabet[w >> 18], alphabet[(w >> 12) & 63], alphabet[(w >> 6) & 63], b"="
+        o += 4
+    p.n = o - p.out
+    return OK
+
+
+cdef int _string(Pass p, const uint8_t* b, Py_ssize_t n) except -1:
+    """A JSON string as json.dumps(ensure_ascii=False) writes it, if b is strict UTF-8 (as bytes.decode wants)."""
+    if p.n + 6 * n + 2 > p.cap:
+        p.grow(6 * n + 2)
+    cdef char* o = p.out + p.n
+    cdef Py_ssize_t i = 0, k
+    cdef uint8_t c, c1
+    cdef int j
+    o[0] = b'"'
+    o += 1
+    while i < n:
+        c = b[i]
+        if c < 0x80:
+            if c == 34 or c == 92:
+                o[0], o[1] = b"\\", c
+                o += 2
+            elif c >= 0x20:
+                o[0] = c
+                o += 1
+            elif c == 10:
+                o[0], o[1] = b"\\", b"n"
+                o += 2
+            elif c == 13:
+                o[0], o[1] = b"\\", b"r"
+                o += 2
+            elif c == 9:
+                o[0], o[1] = b"\\", b"t"
+                o += 2
+            elif c == 8:
+                o[0], o[1] = b"\\", b"b"
+                o += 2
+            elif c == 12:
+                o[0], o[1] = b"\\", b"f"
+                o += 2
+            else:
+                o[0], o[1], o[2], o[3], o[4], o[5] = b"\\", b"u", b"0", b"0", _HEX[c >> 4], _HEX[c & 15]
+                o += 6
+            i += 1
+            continue
+        if 0xC2 <= c <= 0xDF:
+            k = 1
+        elif 0xE0 <= c <= 0xEF:
+            k = 2
+        elif 0xF0 <= c <= 0xF4:
+            k = 3
+        else:
+            return PURE
+        if i + k >= n:
+            return PURE
+        c1 = b[i + 1]
+        if (c == 0xE0 and c1 < 0xA0) or (c == 0xED and c1 > 0x9F) or (c == 0xF0 and c1 < 0x90) or \
+                (c == 0xF4 and c1 > 0x8F):
+            return PURE
+        for j in range(1, k + 1):
+            if b[i + j] & 0xC0 != 0x80:
+                return PURE
+        memcpy(o, b + i, k + 1)
+        o += k + 1
+        i += k + 1
+    o[0] = b'"'
+    o += 1
+    p.n = o - p.out
+    return OK

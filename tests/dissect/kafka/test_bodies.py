@@ -1,0 +1,146 @@
+"""The compiled body reader (_bodies.pyx) against its reference, bodies.read_request / read_response: the same Body or
+the same DecodeError for messages of every api key and version, for every frame of every sample, and for damaged
+copies of all of them."""
+
+from __future__ import annotations
+
+import random
+import struct
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kafkatap.dissect import native
+from kafkatap.dissect.errors import DecodeError
+from kafkatap.dissect.kafka import bodies, plans
+from kafkatap.dissect.protocol import encode_request, encode_response, registry, response_header_version
+from kafkatap.dissect.protocol.generated import APIS
+from kafkatap.dissect.run import dissect_captures
+from tests.support import strategies
+from tests.support.paths import SAMPLES
+
+compiled = native.extension("kafkatap.dissect.kafka._bodies")
+pytestmark = pytest.mark.skipif(compiled is None, reason="the compiled core is not built (pure-Python run)")
+
+VERSIONS = [(key, v) for key in sorted(APIS) for v in registry.api_versions(key) or ()]
+FOUND = ("fields", "topics", "topic_ids", "id_names", "first_error", "has_error")
+
+
+def outcome(read: Any, args: tuple) -> tuple:
+    try:
+        body = read(*args)
+    except DecodeError as e:
+        return "error", e.reason, e.offset, str(e)
+    found = None if body.found is None else tuple(getattr(body.found, name) for name in FOUND)
+    return "ok", body.end, body.message, body.json, found, body.top, body.rows
+
+
+def assert_same(name: str, args: tuple) -> tuple:
+    ours = outcome(getattr(compiled, name), args)
+    assert ours == outcome(getattr(bodies, name), args), (name, args[:2], args[2][:64])
+    return ours
+
+
+def response_frame(api_key: int, version: int, body: bytes) -> bytes:
+    return struct.pack(">i", 7) + (b"\x00" if response_header_version(api_key, version) == 1 else b"") + body
+
+
+def damage(data: bytes, rnd: random.Random) -> bytes:
+    """Bit flips, a cut, or an absurd length or count written somewhere."""
+    buf = bytearray(data)
+    if not buf:
+        return bytes(rnd.randbytes(rnd.randrange(1, 8)))
+    kind = rnd.randrange(4)
+    if kind == 0:
+        for _ in range(rnd.randrange(1, 4)):
+            buf[rnd.randrange(len(buf))] ^= 1 << rnd.randrange(8)
+    elif kind == 1:
+        del buf[rnd.randrange(len(buf)):]
+    elif kind == 2:
+        at = rnd.randrange(len(buf))
+        buf[at:at + 4] = rnd.choice((b"\x7f\xff\xff\xff", b"\xff\xff\xff\xfe", b"\xff\xff\xff\xff\x0f", b"\x80\x00"))
+    else:
+        at = rnd.randrange(len(buf))
+        buf[at:at] = rnd.randbytes(rnd.randrange(1, 6))
+    return bytes(buf)
+
+
+def test_every_version_outside_the_dict_apis_has_a_plan() -> None:
+    """A message without a plan is read by the pure-Python reader: correct, but slow. Only float64 fields (client
+    quotas) and the apis whose rows need the dicts are expected there."""
+    planless = {(APIS[key][0], v, response) for key, v in VERSIONS for response in (False, True)
+                if key not in bodies.DICT_APIS and plans.plan(key, v, response) is None}
+    assert {name for name, _, _ in planless} <= {"DescribeClientQuotas", "AlterClientQuotas"}, planless
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@given(data=st.data(), which=st.sampled_from(VERSIONS), response=st.booleans(), seed=st.integers(0, 1 << 30))
+def test_messages_of_every_api_and_their_damaged_copies(data: st.DataObject, which: tuple[int, int],
+                                                        response: bool, seed: int) -> None:
+    api_key, version = which
+    message = data.draw(strategies.message(api_key, version, response))
+    rnd = random.Random(seed)
+    if response:
+        frame = response_frame(api_key, version, encode_response(api_key, version, message))
+        assert assert_same("read_response", (api_key, version, frame))[0] == "ok"
+        for _ in range(4):
+            assert_same("read_response", (api_key, version, damage(frame, rnd)))
+    else:
+        body = encode_request(api_key, version, message)
+        assert assert_same("read_request", (api_key, version, b"head" + body, 4))[0] == "ok"
+        for _ in range(4):
+            assert_same("read_request", (api_key, version, damage(body, rnd), 0))
+
+
+@pytest.fixture(scope="module")
+def sample_calls(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[str, tuple]]:
+    """Every body read while dissecting the samples (on the pure-Python path, which is the one recorded)."""
+    calls: list[tuple[str, tuple]] = []
+    patch = pytest.MonkeyPatch()
+    patch.setattr(native, "compiled", False)
+    for name in ("read_request", "read_response"):
+        def record(*args: Any, _name: str = name, _read: Any = getattr(bodies, name)) -> Any:
+            calls.append((_name, args))
+            return _read(*args)
+        record.__name__ = name
+        patch.setattr(bodies, name, record)
+    try:
+        out = tmp_path_factory.mktemp("bodies")
+        for capture in sorted(SAMPLES.glob("*.pcapng")):
+            dissect_captures([str(capture)], str(out / capture.stem), ports=[9092, 19092, 39092])
+    finally:
+        patch.undo()
+    return calls
+
+
+def test_every_frame_of_the_samples_and_damaged_copies(sample_calls: list[tuple[str, tuple]]) -> None:
+    rnd = random.Random(1124)
+    apis = set()
+    before = compiled.counts()
+    for name, args in sample_calls:
+        assert assert_same(name, args)[0] == "ok"
+        apis.add(args[0])
+    one_pass, handed_back = (now - then for now, then in zip(compiled.counts(), before))
+    dict_apis = sum(args[0] in bodies.DICT_APIS for _, args in sample_calls)
+    assert one_pass + handed_back == len(sample_calls) and handed_back <= dict_apis + len(sample_calls) // 50, (
+        "the compiled reader hands too many sample bodies back to the pure-Python one", one_pass, handed_back)
+    for name, args in sample_calls:
+        if name == "read_request":
+            api_key, version, frame, pos = args
+            assert_same(name, (api_key, version, frame[:pos] + damage(frame[pos:], rnd), pos))
+        else:
+            api_key, version, frame = args
+            assert_same(name, (api_key, version, frame[:4] + damage(frame[4:], rnd)))
+    assert len(apis) >= 15, sorted(apis)
+
+
+def test_strings_are_checked_and_escaped_as_python_does() -> None:
+    """Kafka strings must be strict UTF-8 (no surrogates, no overlong forms); JSON escapes controls in lower hex."""
+    for text in (b"plain", "\u00e9\u4e2d\U0001f600".encode(), b"\x00\x1f\"\\\n\r\t\b\x0c\x7f", b"\xed\xa0\x80",
+                 b"\xc0\xaf", b"\xf4\x90\x80\x80", b"\xe2\x82", b"\xff", b"\xf0\x9f\x98"):
+        # ListGroups v4 request: states_filter is a compact array of compact strings
+        body = b"\x02" + bytes([len(text) + 1]) + text + b"\x00"
+        assert_same("read_request", (16, 4, body, 0))
