@@ -35,12 +35,14 @@ _compiled = native.extension("kafkatap.dissect.kafka._bodies")
 class Exchange:
     """Decodes and pairs the frames of a sink's Kafka connections (each connection's own state is its ConnState)."""
 
-    __slots__ = ("out", "topics", "consumer")
+    __slots__ = ("out", "topics", "consumer", "read_request", "read_response")
 
     def __init__(self, out: Messages, topics: TopicNames) -> None:
         self.out = out
         self.topics = topics
         self.consumer = cp.ConsumerProtocol()
+        self.read_request = native.pick(bodies.read_request, _compiled)  # chosen once per run, not per message
+        self.read_response = native.pick(bodies.read_response, _compiled)
 
     def request(self, st: ConnState, ts: int, offset: int, payload: bytes, where: Where) -> None:
         """A frame of the client's direction (payload after the size prefix, which starts at stream offset)."""
@@ -73,7 +75,7 @@ class Exchange:
                           REQUEST, offset, size, api_key, correlation_id)
         elif pos >= 0:
             try:
-                req.body = native.pick(bodies.read_request, _compiled)(api_key, api_version, payload, pos)
+                req.body = self.read_request(api_key, api_version, payload, pos)
                 self._book_decoded(st, REQUEST, offset, size, len(payload) - req.body.end, req, where)
             except DecodeError as e:
                 req.error = f"request: {e.reason} at offset {e.offset}"
@@ -130,7 +132,7 @@ class Exchange:
             st.account.skipped(RESPONSE, "unknown_api", size)
         else:
             try:
-                resp.body = native.pick(bodies.read_response, _compiled)(req.api_key, req.api_version, payload)
+                resp.body = self.read_response(req.api_key, req.api_version, payload)
                 self._book_decoded(st, RESPONSE, offset, size, len(payload) - resp.body.end, req, where)
             except DecodeError as e:
                 resp.error = f"response: {e.reason} at offset {e.offset}"

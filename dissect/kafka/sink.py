@@ -8,6 +8,7 @@ delivers lands in the connection's byte `account`, closed into `streams` when th
 
 from __future__ import annotations
 
+from kafkatap.dissect import native
 from kafkatap.dissect.kafka.classify import PROBE_LIMIT, classify
 from kafkatap.dissect.kafka.exchange import Exchange
 from kafkatap.dissect.kafka.framing import Framer
@@ -16,6 +17,8 @@ from kafkatap.dissect.kafka.skips import Skips
 from kafkatap.dissect.kafka.state import DIRECTIONS, REQUEST, RESPONSE, ConnState, endpoint
 from kafkatap.dissect.kafka.topics import TopicNames
 from kafkatap.dissect.streams.reassembly import Conn, Where
+
+_compiled = native.extension("kafkatap.dissect.kafka._sink")
 
 
 class Sink:
@@ -26,6 +29,7 @@ class Sink:
         self.ports = ports
         self.out = out
         self.exchange = Exchange(out, topics)
+        self.feed = native.pick(feed, _compiled)  # chosen once per run, not per segment
         self.streams: list[dict] = []  # byte account of every closed Kafka stream
         self.connections = {"kafka": 0, "tls": 0, "not_kafka": 0}
         self.warnings: list[str] = []
@@ -42,7 +46,7 @@ class Sink:
         st: ConnState = conn.state
         kind = st.kind
         if kind == "kafka":
-            self._feed(st, side, ts_us, data, where)
+            self.feed(self.exchange, st, side, ts_us, data, where)
             return True
         if kind == "ignored" or kind == "foreign":
             return False
@@ -130,16 +134,6 @@ class Sink:
                 self.on_data(conn, side, ts, data, where)
         return True
 
-    def _feed(self, st: ConnState, side: int, ts: int, data: bytes, where: Where) -> None:
-        direction = REQUEST if side == st.client_side else RESPONSE
-        st.account.seen(direction, len(data))
-        frames = st.framers[side].feed(ts, data, where)
-        if frames:
-            st.skips[direction].flush()
-            handle = self.exchange.request if direction == REQUEST else self.exchange.response
-            for ts_f, offset, payload in frames:
-                handle(st, ts_f, offset, payload, where)
-
     def _close_kafka(self, st: ConnState, where: Where) -> None:
         """What the framers still hold, requests first (responses pair with them), then what waits unanswered."""
         for side in (st.client_side, 1 - st.client_side):
@@ -156,3 +150,15 @@ class Sink:
         for direction in (REQUEST, RESPONSE):
             self.streams.append({"conn_id": st.conn_id, "direction": DIRECTIONS[direction],
                                  **st.account.balance(direction)})
+
+
+def feed(exchange: Exchange, st: ConnState, side: int, ts: int, data: bytes, where: Where) -> None:
+    """Bytes of a Kafka connection: booked as seen, framed, and each whole frame handed to the exchange."""
+    direction = REQUEST if side == st.client_side else RESPONSE
+    st.account.seen(direction, len(data))
+    frames = st.framers[side].feed(ts, data, where)
+    if frames:
+        st.skips[direction].flush()
+        handle = exchange.request if direction == REQUEST else exchange.response
+        for ts_f, offset, payload in frames:
+            handle(st, ts_f, offset, payload, where)

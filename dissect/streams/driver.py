@@ -15,12 +15,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from kafkatap.dissect import native
 from kafkatap.dissect.packets import frames as fr
 from kafkatap.dissect.packets import ip, tcp
 from kafkatap.dissect.packets.files import first_ts_us, open_capture
 from kafkatap.dissect.packets.pcap import CHUNK_SIZE, CaptureFormatError, Chunk, PcapReader
 from kafkatap.dissect.packets.pcapng import PcapngReader
 from kafkatap.dissect.streams.reassembly import Conn, Reassembler, StreamSink, Where
+
+_compiled = native.extension("kafkatap.dissect.streams._driver")
 
 
 @dataclass
@@ -60,6 +63,7 @@ class _Driver:
         self.chunk_size = chunk_size
         self.stats = PacketStats()
         self.reasm = Reassembler(sink, self.report, self.stats.skipped_bytes, **limits)
+        self.deliver = native.pick(deliver, _compiled)  # chosen once per run
         self.frags = ip.Fragments()
         self.file = ""
         self.index = 0
@@ -208,15 +212,7 @@ class _Driver:
                             Where(self.file, c.index0 + i, int(c.ts_us[i])), nbytes)
 
     def segments(self, c: Chunk, cols: fr.Segments, acks: _PureAcks) -> None:
-        buf, reasm, segment, index0 = c.buf, self.reasm, self.reasm.segment, c.index0
-        last = -1
-        for i, ts, shi, slo, dhi, dlo, ports, seq, ack, flags, po, pl, miss in zip(*(col.tolist() for col in cols)):
-            if reasm.pending_total:
-                acks.feed(last, i)
-            segment(index0 + i, ts, (shi, slo, dhi, dlo, ports), seq, ack, flags, buf[po:po + pl], miss)
-            last = i
-        if reasm.pending_total:
-            acks.feed(last, len(c.off))
+        self.deliver(self.reasm, c.buf, c.index0, len(c.off), cols, acks)
 
     def segments_mixed(self, c: Chunk, cols: fr.Segments, slow: np.ndarray, l3: np.ndarray, acks: _PureAcks) -> None:
         """Fast-path segments merged in packet order with the ones of fragments and IPv6 extension headers."""
@@ -257,6 +253,20 @@ class _Driver:
             last = i
         if reasm.pending_total:
             acks.feed(last, len(c.off))
+
+
+def deliver(reasm: Reassembler, buf: bytes, index0: int, frames: int, cols: fr.Segments, acks: _PureAcks) -> None:
+    """The segments of a chunk (of `frames` frames, the first numbered index0) to the reassembler in frame order,
+    the pure ACKs between them while some stream has a hole."""
+    segment = reasm.segment
+    last = -1
+    for i, ts, shi, slo, dhi, dlo, ports, seq, ack, flags, po, pl, miss in zip(*(col.tolist() for col in cols)):
+        if reasm.pending_total:
+            acks.feed(last, i)
+        segment(index0 + i, ts, (shi, slo, dhi, dlo, ports), seq, ack, flags, buf[po:po + pl], miss)
+        last = i
+    if reasm.pending_total:
+        acks.feed(last, frames)
 
 
 class _PureAcks:

@@ -1,0 +1,37 @@
+# cython: language_level=3, boundscheck=True, wraparound=False
+"""Compiled twin of sink.feed. The usual segment holds exactly one whole frame and meets a framer in step with
+nothing buffered: that frame is cut here, with the framer's bookkeeping Framer.feed does for it; any other segment
+goes through Framer.feed as in the pure-Python function."""
+
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
+
+from kafkatap.dissect.kafka.framing import MAX_FRAME
+
+cdef int64_t _MAX_FRAME = MAX_FRAME
+
+
+def feed(exchange, st, int side, ts, bytes data, where):
+    cdef int direction = 0 if side == st.client_side else 1
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(data)
+    cdef const uint8_t* b = <const uint8_t*> PyBytes_AS_STRING(data)
+    cdef int64_t size
+    st.account.books[direction]["seen"] += n
+    framer = st.framers[side]
+    frames = None
+    if n >= 4 and framer.synced and not framer.skip and not framer.buf:
+        size = <int32_t> (<uint32_t> b[0] << 24 | <uint32_t> b[1] << 16 | <uint32_t> b[2] << 8 | b[3])
+        if size + 4 == n and framer.sync.min_size <= size <= _MAX_FRAME:
+            offset = framer.offset
+            framer.offset = offset + n
+            framer.need = 4
+            frames = ((ts, offset, PyBytes_FromStringAndSize(<const char*> b + 4, size)),)
+    if frames is None:
+        frames = framer.feed(ts, data, where)
+    if frames:
+        skips = st.skips[direction]
+        if skips.run is not None:
+            skips.flush()
+        handle = exchange.request if direction == 0 else exchange.response
+        for ts_f, offset, payload in frames:
+            handle(st, ts_f, offset, payload, where)

@@ -1,0 +1,72 @@
+# cython: language_level=3, boundscheck=True, wraparound=False
+"""Compiled twin of driver.deliver. The usual segment (the next bytes of an open connection's direction, neither
+direction holding a hole, no SYN, FIN or RST) is placed here, with the bookkeeping Reassembler.segment does for it;
+every other segment, and every segment while some stream has a hole, goes through Reassembler.segment as in the
+pure-Python loop."""
+
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from libc.stdint cimport int64_t
+
+from kafkatap.dissect.packets.tcp import ACK, FIN, RST, SYN
+from kafkatap.dissect.streams.reassembly import TAIL, Where
+
+cdef object _new = tuple.__new__
+cdef object _Where = Where
+cdef int64_t _TAIL = TAIL, _ACK = ACK, _NOT_USUAL = SYN | FIN | RST
+
+
+def deliver(reasm, bytes buf, Py_ssize_t index0, Py_ssize_t frames, cols, acks):
+    cdef const int64_t[:] index = cols[0], ts_us = cols[1], src_hi = cols[2], src_lo = cols[3]
+    cdef const int64_t[:] dst_hi = cols[4], dst_lo = cols[5], ports = cols[6], seq = cols[7], ack = cols[8]
+    cdef const int64_t[:] flags = cols[9], offset = cols[10], length = cols[11], missing = cols[12]
+    cdef Py_ssize_t r, size = PyBytes_GET_SIZE(buf)
+    cdef int64_t i, last = -1, po, pl
+    keys, segment = reasm.keys, reasm.segment
+    for r in range(index.shape[0]):
+        i, po, pl = index[r], offset[r], length[r]
+        if 0 <= po <= po + pl <= size:
+            payload = PyBytes_FromStringAndSize(PyBytes_AS_STRING(buf) + po, pl)
+        else:
+            payload = buf[po:po + pl]
+        key = (src_hi[r], src_lo[r], dst_hi[r], dst_lo[r], ports[r])
+        if reasm.pending_total:
+            acks.feed(last, i)
+        elif pl > 0 and missing[r] == 0 and not flags[r] & _NOT_USUAL:
+            found = keys.get(key)
+            if found is not None and _usual(reasm, found, index0 + i, ts_us[r], seq[r], flags[r], payload, pl):
+                last = i
+                continue
+        segment(index0 + i, ts_us[r], key, seq[r], ack[r], flags[r], payload, missing[r])
+        last = i
+    if reasm.pending_total:
+        acks.feed(last, frames)
+
+
+cdef bint _usual(reasm, tuple found, int64_t idx, int64_t ts, int64_t seq, int64_t flags, bytes payload,
+                 int64_t pl) except -1:
+    """Place the segment if it is the usual case (what Reassembler.segment's inlined branch does), else False."""
+    conn, side = found
+    if conn.closed or conn.ignored or not conn.opened:
+        return False
+    halves = conn.halves
+    if flags & _ACK and halves[1 - side].starts:
+        return False
+    half = halves[side]
+    base = half.base
+    if base is None or half.starts:
+        return False
+    cdef int64_t pos
+    try:
+        pos = half.pos
+    except OverflowError:  # a stream position past int64 (absurd sequence jumps): the general path copes
+        return False
+    if (seq - <int64_t> base - pos) & 0xFFFFFFFF:
+        return False
+    conn.last_ts_us = ts
+    half.strays = 0
+    half.pos = pos + pl
+    half.tail = payload if pl <= _TAIL else payload[pl - _TAIL:]
+    reasm.payload_bytes += pl
+    if reasm.sink.on_data(conn, side, ts, payload, _new(_Where, (reasm.file, idx, ts))) is False:
+        reasm._ignore(conn)
+    return True
