@@ -1,9 +1,9 @@
 """Parquet output: one directory per table, rows buffered as tuples and written in row groups as the run goes.
 
-Rows are plain tuples in schema column order (cheapest to build in the hot path); a flush hands them to pyarrow as
-one struct array (its C++ converter walks the tuples: faster than transposing them in Python) whose fields are the
-table's columns. Every table gets its file even when empty, so Spark and duckdb can
-read the schema of a table that happened to have no rows.
+Rows are plain tuples in schema column order (cheapest to build in the hot path); a flush turns them into one Arrow
+array per column with `columns`: pyarrow's converter walking them as one struct array, or its compiled twin
+(_columns.pyx) writing the columns' buffers in one C loop each. Every table gets its file even when empty, so Spark
+and duckdb can read the schema of a table that happened to have no rows.
 """
 
 from __future__ import annotations
@@ -14,10 +14,18 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from kafkatap.dissect import native
+
 ROW_GROUP_ROWS = 20_000
 ROW_GROUP_BYTES = 32 << 20
 """Flush early when the rows' large cells (JSON, payloads) pass this many bytes, to bound memory."""
 
+
+
+def columns(rows: list[tuple], row_type: pa.StructType) -> list[pa.Array]:
+    """The columns of rows (tuples in row_type's field order) as Arrow arrays; raises what pa.array raises for a
+    value that does not fit its column."""
+    return pa.array(rows, type=row_type).flatten()
 
 
 def part_name(part: int) -> str:
@@ -38,12 +46,13 @@ class TableWriter:
     """Rows of one table to OUT/<name>/part-<part>.parquet."""
 
     __slots__ = ("name", "schema", "row_type", "path", "rows", "pending_bytes", "writer", "count", "published",
-                 "out_of_range")
+                 "out_of_range", "columns")
 
     def __init__(self, out_dir: Path, name: str, schema: pa.Schema, part: int = 0) -> None:
         self.name = name
         self.schema = schema
         self.row_type = pa.struct(list(schema))
+        self.columns = native.pick(columns, native.extension("kafkatap.dissect.tables._columns"))
         directory = out_dir / name
         directory.mkdir(parents=True, exist_ok=True)
         self.path = directory / part_name(part)
@@ -75,7 +84,7 @@ class TableWriter:
         if not self.rows:
             return
         try:
-            arrays = pa.array(self.rows, type=self.row_type).flatten()
+            arrays = self.columns(self.rows, self.row_type)
         except (OverflowError, pa.ArrowInvalid, pa.ArrowTypeError):
             arrays = [self._array(col, field) for col, field in zip(zip(*self.rows), self.schema)]
         self.writer.write_table(pa.Table.from_arrays(arrays, schema=self.schema))

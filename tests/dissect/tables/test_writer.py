@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import random
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
+from kafkatap.dissect import native
+from kafkatap.dissect.tables import writer
 from kafkatap.dissect.tables.writer import Output
 
 SCHEMA = pa.schema([
@@ -45,3 +49,37 @@ def test_a_value_past_its_type_becomes_null_and_is_counted(tmp_path: Path) -> No
     assert [r["small"] for r in got] == [1, None, 2]
     assert [r["name"] for r in got] == ["a", "b", "c"]
     assert bad == {"t.n": 1, "t.small": 1}
+
+
+def test_the_compiled_column_builder_matches_pyarrow() -> None:
+    """_columns.pyx writes Arrow's buffers itself; every value kind the tables hold, nulls, edge values, and values
+    it hands back to pyarrow (out of range, wrong types, lone surrogates) give the arrays pa.array gives (or its
+    error)."""
+    compiled = native.extension("kafkatap.dissect.tables._columns")
+    if compiled is None:
+        pytest.skip("the compiled core is not built (pure-Python run)")
+    schema = pa.schema(list(SCHEMA) + [pa.field("b", pa.binary()), pa.field("i8", pa.int8()),
+                                       pa.field("i32", pa.int32())])
+    row_type = pa.struct(list(schema))
+    rnd = random.Random(5)
+    pools = [["a", "é", "\u4e2d\U0001f600", "", None, "x" * 300], [0, -(1 << 63), (1 << 63) - 1, None, 7],
+             [0, 1_700_000_000_000_000, None], [("x", "yé"), [], None, ["", "z"]], [True, False, None],
+             [-32768, 32767, None, 5], [b"", b"\x00\xff", None], [-128, 127, None], [-(1 << 31), (1 << 31) - 1, None]]
+    odd = [1 << 63, 40000, "\ud800", 1.5, b"bytes-in-a-string", ("x", None), 3, -129, 1 << 31]
+    for case in range(60):
+        rows = [tuple(rnd.choice(pool) for pool in pools) for _ in range(rnd.randrange(1, 70))]
+        if case % 3 == 0:
+            r, c = rnd.randrange(len(rows)), rnd.randrange(len(pools))
+            rows[r] = rows[r][:c] + (odd[c],) + rows[r][c + 1:]
+        results = []
+        for build in (compiled.columns, writer.columns):
+            try:
+                results.append(("ok", build(rows, row_type)))
+            except (OverflowError, pa.ArrowInvalid, pa.ArrowTypeError, UnicodeError) as e:
+                results.append(("error", type(e)))
+        assert results[0][0] == results[1][0], (rows, results)
+        if results[0][0] == "ok":
+            for ours, theirs in zip(results[0][1], results[1][1]):
+                assert ours.type == theirs.type and ours.equals(theirs), (rows, ours, theirs)
+        else:
+            assert results[0] == results[1]
