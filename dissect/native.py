@@ -18,6 +18,7 @@ from typing import TypeVar
 ENV = "KAFKATAP_PURE_PYTHON"
 SAID = "KAFKATAP_NOT_BUILT_SAID"  # set once NOT_BUILT is said, so that spawned worker processes keep quiet
 EXTENSIONS = ("kafkatap.dissect.packets._frames", "kafkatap.dissect.packets._records",
+              "kafkatap.dissect.records._split",
               "kafkatap.dissect.streams._driver", "kafkatap.dissect.kafka._sink", "kafkatap.dissect.kafka._bodies",
               "kafkatap.dissect.tables._columns")
 NOT_BUILT = "kafkatap: the compiled dissector core is not built; running the pure-Python dissector (slower)"
@@ -51,10 +52,6 @@ def _decide() -> bool:
     return True
 
 
-compiled: bool = _decide()
-"""Whether the twins run; read at every call of `pick`, so a test can set it to run either path in one process."""
-
-
 def extension(name: str) -> ModuleType | None:
     """The compiled module `name`, or None when it is not built (`pick` then returns the pure-Python twin)."""
     try:
@@ -66,3 +63,8 @@ def extension(name: str) -> ModuleType | None:
 def pick(pure: F, extension: ModuleType | None) -> F:
     """pure's compiled twin (the function of the same name in extension) when the compiled core runs, else pure."""
     return getattr(extension, pure.__name__) if compiled else pure
+
+
+compiled: bool = _decide()
+"""Whether the twins run; read at every call of `pick`, so a test can set it to run either path in one process.
+Decided last, when `extension` exists: the compiled modules import the packages that load them."""

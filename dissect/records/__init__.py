@@ -18,15 +18,28 @@ The contract with the dissector:
     Batch.timestamp_type: 0 CreateTime, 1 LogAppendTime, -1 magic 0.  Batch.raw() -> the batch's wire bytes.
     Batch keeps a reference to `data` (no copy), so holding batches holds the buffer.
 
-Splitting reads headers only (one struct.unpack_from and one crc32c per batch); magic 2 records are decoded when
+Splitting reads headers only (one header read and one crc32c per batch, in C when the compiled core runs); magic 2 records are decoded when
 records() is called. Legacy messages are the exception: each is one record, decoded at split time, and compressed
 wrappers are decompressed then so that record_count and base_offset are real numbers (legacy data is rare and
 small). A wrapper that cannot be decoded has record_count None and records() raises the reason.
 """
 
+from __future__ import annotations
+
+from kafkatap.dissect import native
+from kafkatap.dissect.errors import DecodeError
+from kafkatap.dissect.records import split
 from kafkatap.dissect.records.batch import Batch
 from kafkatap.dissect.records.compression import DEFAULT_MAX_DECOMPRESSED
 from kafkatap.dissect.records.record import Record
-from kafkatap.dissect.records.split import split_batches
+
+_compiled = native.extension("kafkatap.dissect.records._split")
+
+
+def split_batches(data: bytes | bytearray | memoryview, max_decompressed: int = DEFAULT_MAX_DECOMPRESSED
+                  ) -> tuple[list[Batch], int, DecodeError | None]:
+    """split.split_batches, or its compiled twin (_split.pyx) when the compiled core runs."""
+    return native.pick(split.split_batches, _compiled)(data, max_decompressed)
+
 
 __all__ = ["Batch", "DEFAULT_MAX_DECOMPRESSED", "Record", "split_batches"]

@@ -8,7 +8,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 TOPIC_COLUMNS = {"frames": "topics", "batches": "topic", "records": "topic", "share": "topic"}
@@ -39,6 +38,8 @@ def rewrite_streamed(out_dir: Path, unresolved: Unresolved, names: dict[str, str
         ids = {i for i in unresolved.get(table, ()) if i in names}
         if not ids:
             continue
+        import pyarrow.compute as pc  # here, not at the top: only runs that leave ids unnamed pay its import
+
         value_set = pa.array(sorted(ids))
         for path in sorted((out_dir / table).glob("part-*.parquet")):
             col = pq.read_table(path, columns=[column]).column(0)
@@ -74,5 +75,7 @@ def _map(col: pa.ChunkedArray, keys: pa.Array, values: pa.Array) -> pa.ChunkedAr
 
 
 def _map_strings(arr: pa.Array, keys: pa.Array, values: pa.Array) -> pa.Array:
+    import pyarrow.compute as pc  # here, not at the top: only runs that leave ids unnamed pay its import
+
     idx = pc.index_in(arr, value_set=keys)
     return pc.if_else(pc.is_null(idx), arr, pc.take(values, idx))
