@@ -19,7 +19,8 @@ ENV = "KAFKATAP_PURE_PYTHON"
 SAID = "KAFKATAP_NOT_BUILT_SAID"  # set once NOT_BUILT is said, so that spawned worker processes keep quiet
 EXTENSIONS = ("kafkatap.dissect.packets._frames", "kafkatap.dissect.packets._records",
               "kafkatap.dissect.records._split",
-              "kafkatap.dissect.streams._driver", "kafkatap.dissect.kafka._sink", "kafkatap.dissect.kafka._bodies",
+              "kafkatap.dissect.streams._driver", "kafkatap.dissect.kafka._sink",
+              "kafkatap.dissect.kafka._exchange", "kafkatap.dissect.kafka._bodies",
               "kafkatap.dissect.tables._columns")
 NOT_BUILT = "kafkatap: the compiled dissector core is not built; running the pure-Python dissector (slower)"
 

@@ -1,11 +1,13 @@
 # cython: language_level=3, boundscheck=True, wraparound=False
 """Compiled twin of sink.feed. The usual segment holds exactly one whole frame and meets a framer in step with
 nothing buffered: that frame is cut here, with the framer's bookkeeping Framer.feed does for it; any other segment
-goes through Framer.feed as in the pure-Python function."""
+goes through Framer.feed as in the pure-Python function. Frames go to the exchange's compiled fast paths
+(_exchange.pyx), which hand anything unusual to its methods."""
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
 
+from kafkatap.dissect.kafka import _exchange
 from kafkatap.dissect.kafka.framing import MAX_FRAME
 
 cdef int64_t _MAX_FRAME = MAX_FRAME
@@ -32,6 +34,6 @@ def feed(exchange, st, int side, ts, bytes data, where):
         skips = st.skips[direction]
         if skips.run is not None:
             skips.flush()
-        handle = exchange.request if direction == 0 else exchange.response
+        handle = _exchange.request if direction == 0 else _exchange.response
         for ts_f, offset, payload in frames:
-            handle(st, ts_f, offset, payload, where)
+            handle(exchange, st, ts_f, offset, payload, where)

@@ -1,0 +1,123 @@
+# cython: language_level=3, boundscheck=True, wraparound=False
+"""Compiled fast paths of Exchange.request and Exchange.response, called by the compiled sink.feed.
+
+The usual frame is a request whose header and body read cleanly (no SASL tokens expected, no response waiting for it,
+no bytes after the body, not an api whose rows need its dicts) or the response to the oldest request waiting, read
+cleanly as its answer. For those, these functions do what the methods do, in the same order, with the header read in
+C and the body by the compiled body reader. Every other frame goes to the method itself, before anything is changed,
+so the rare paths (errors, SASL, unknown apis, orphans, lost responses) exist once, in Python.
+"""
+
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.dict cimport PyDict_Next
+from cpython.ref cimport PyObject
+from cpython.unicode cimport PyUnicode_DecodeUTF8
+from libc.stdint cimport int16_t, int32_t, uint8_t, uint32_t
+
+from kafkatap.dissect.errors import DecodeError
+from kafkatap.dissect.kafka import _bodies
+from kafkatap.dissect.kafka.pairing import MAX_IN_FLIGHT
+from kafkatap.dissect.kafka.state import REQUEST, RESPONSE, Request, Response
+from kafkatap.dissect.protocol import registry
+from kafkatap.dissect.protocol.generated.api_keys import ApiKey
+
+cdef dict _HEADER_VERSIONS = {key: version for key, version in registry.REQUEST_HEADER_VERSIONS.items()
+                              if registry.is_known(*key)}
+cdef object _read_request = _bodies.read_request
+cdef object _read_response = _bodies.read_response
+cdef object _Request = Request, _Response = Response
+cdef int _PRODUCE = ApiKey.PRODUCE, _SASL_HANDSHAKE = ApiKey.SASL_HANDSHAKE
+cdef Py_ssize_t _MAX_IN_FLIGHT = MAX_IN_FLIGHT
+
+
+cdef inline int32_t _i32(const uint8_t* b):
+    return <int32_t> (<uint32_t> b[0] << 24 | <uint32_t> b[1] << 16 | <uint32_t> b[2] << 8 | b[3])
+
+
+def request(exchange, st, ts, offset, bytes payload, where):
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(payload), pos
+    cdef const uint8_t* b = <const uint8_t*> PyBytes_AS_STRING(payload)
+    cdef int api_key, api_version, length
+    cdef int32_t correlation_id
+    if n < 10 or st.sasl.expected or st.orphans.held:
+        return exchange.request(st, ts, offset, payload, where)
+    api_key, api_version, correlation_id = <int16_t> (b[0] << 8 | b[1]), <int16_t> (b[2] << 8 | b[3]), _i32(b + 4)
+    version = _HEADER_VERSIONS.get((api_key, api_version))
+    if version is None or version == 0:
+        return exchange.request(st, ts, offset, payload, where)
+    length = <int16_t> (b[8] << 8 | b[9])
+    pos = 10
+    client_id = None
+    if length >= 0:
+        if length > n - pos:
+            return exchange.request(st, ts, offset, payload, where)
+        try:
+            client_id = PyUnicode_DecodeUTF8(<const char*> b + pos, length, NULL)
+        except UnicodeDecodeError:
+            return exchange.request(st, ts, offset, payload, where)
+        pos += length
+    elif length != -1:
+        return exchange.request(st, ts, offset, payload, where)
+    if version == 2:
+        if pos >= n or b[pos] != 0:  # a tagged field in the header: the method reads it
+            return exchange.request(st, ts, offset, payload, where)
+        pos += 1
+    try:
+        body = _read_request(api_key, api_version, payload, pos)
+    except DecodeError:
+        return exchange.request(st, ts, offset, payload, where)
+    if body.json is None or body.end != n or (api_key == _PRODUCE and body.top.get("acks") == 0):
+        return exchange.request(st, ts, offset, payload, where)
+    size = n + 4
+    st.req_sync.last_correlation_id = correlation_id
+    st.seq += 1
+    req = _Request(st.seq, ts, size, api_key, api_version, correlation_id)
+    req.client_id = client_id
+    req.body = body
+    st.account.books[REQUEST]["decoded"] += size
+    out = exchange.out
+    out.request(st, req, where)
+    if api_key == _SASL_HANDSHAKE:
+        st.sasl.after_request(api_key, api_version)
+    inflight = st.inflight
+    pending = inflight.pending
+    old = pending.pop(correlation_id, None)
+    pending[correlation_id] = req
+    if old is not None:
+        out.frame(st, old, None, where, unpaired=True)
+    if len(pending) > _MAX_IN_FLIGHT:
+        out.frame(st, pending.pop(next(iter(pending))), None, where, unpaired=True)
+
+
+def response(exchange, st, ts, offset, bytes payload, where):
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(payload), i = 0
+    cdef PyObject* first
+    cdef PyObject* value
+    if n < 4:
+        return exchange.response(st, ts, offset, payload, where)
+    pending = st.inflight.pending
+    correlation_id = _i32(<const uint8_t*> PyBytes_AS_STRING(payload))
+    if not PyDict_Next(pending, &i, &first, &value) or <object> first != correlation_id:
+        return exchange.response(st, ts, offset, payload, where)  # not the oldest request's answer
+    req = <object> value
+    if not req.known:
+        return exchange.response(st, ts, offset, payload, where)
+    try:
+        body = _read_response(req.api_key, req.api_version, payload)
+    except DecodeError:
+        return exchange.response(st, ts, offset, payload, where)
+    if body.json is None or body.end != n:
+        return exchange.response(st, ts, offset, payload, where)
+    del pending[correlation_id]
+    size = n + 4
+    resp = _Response(ts, size)
+    resp.body = body
+    st.account.books[RESPONSE]["decoded"] += size
+    out = exchange.out
+    out.response(st, req, resp, where)
+    id_names = body.found.id_names
+    if id_names:
+        learn = exchange.topics.learn
+        for topic_id, name in id_names:
+            learn(topic_id, name)
+    out.frame(st, req, resp, where)
