@@ -21,6 +21,7 @@ EXTENSIONS = ("kafkatap.dissect.packets._frames", "kafkatap.dissect.packets._rec
               "kafkatap.dissect.records._split",
               "kafkatap.dissect.streams._driver", "kafkatap.dissect.kafka._sink",
               "kafkatap.dissect.kafka._exchange", "kafkatap.dissect.kafka._bodies",
+              "kafkatap.dissect.tables._rows", "kafkatap.dissect.tables._batches",
               "kafkatap.dissect.tables._columns")
 NOT_BUILT = "kafkatap: the compiled dissector core is not built; running the pure-Python dissector (slower)"
 

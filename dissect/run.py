@@ -14,6 +14,7 @@ end is the same as a run over the whole list.
 
 from __future__ import annotations
 
+import gc
 import json
 import multiprocessing
 import os
@@ -107,13 +108,27 @@ def _dissect_part(paths: Iterable[str], out_dir: str, ports: list[int], records:
     if ordered:
         paths = _publishing(paths, out, publish_every)
     try:
-        stats = run_streams(paths, sink, progress=progress, ordered=ordered)
+        with _few_collections():
+            stats = run_streams(paths, sink, progress=progress, ordered=ordered)
     finally:
         written = out.close()
     return {"stats": stats, "rows": written, "out_of_range": out.out_of_range(), "connections": sink.connections,
             "messages": rows.messages, "statuses": rows.statuses, "anomalies": rows.anomaly_counts,
             "streams": sink.streams, "warnings": sink.warnings, "names": topics.names,
             "unresolved": topics.unresolved}
+
+
+@contextmanager
+def _few_collections() -> Iterator[None]:
+    """Run the collector's youngest generation every 100,000 allocations instead of 700: a run allocates millions
+    of short-lived rows and messages (and lets them go once a row group is written), and at the default threshold
+    the collector spends about a tenth of the run rescanning them. Older generations keep their default ratios."""
+    old = gc.get_threshold()
+    gc.set_threshold(100_000, *old[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
 
 
 def _noting(paths: Iterable[str], seen: list[str]) -> Iterator[str]:

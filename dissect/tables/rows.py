@@ -6,7 +6,10 @@ Rows are tuples in the column order of dissect/tables/schema.py (the writer tran
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
+
+from kafkatap.dissect import native
 
 from kafkatap.dissect.anomalies import KINDS
 from kafkatap.dissect.kafka import share
@@ -20,6 +23,9 @@ from kafkatap.dissect.streams.reassembly import Where
 from kafkatap.dissect.tables import batches as bt
 from kafkatap.dissect.tables.batches import Problem
 from kafkatap.dissect.tables.writer import Output
+
+_compiled = native.extension("kafkatap.dissect.tables._rows")
+_compiled_batches = native.extension("kafkatap.dissect.tables._batches")
 
 
 class Rows:
@@ -36,6 +42,9 @@ class Rows:
         self.messages: dict[str, int] = {}
         self.statuses: dict[str, int] = {}
         self.anomaly_counts: dict[str, int] = {}
+        self.frame = partial(native.pick(frame, _compiled), self)
+        self.batch_rows = native.pick(bt.batch_rows, _compiled_batches)
+        """frame(st, req, resp, where, unpaired=False): the module's `frame`, or its compiled twin."""
 
     def request(self, st: ConnState, req: Request, where: Where) -> None:
         """A Produce's record data: its batches wait in the request for the response's offsets, its records/ rows
@@ -50,53 +59,6 @@ class Rows:
         if req.api_key == ApiKey.SHARE_FETCH:
             self.acquired(st, req, resp, resp.body.message)
 
-    def frame(self, st: ConnState, req: Request, resp: Response | None, where: Where,
-              unpaired: bool = False) -> None:
-        """The frames/ row of a request and its response (or of a request alone), with the rows that waited for
-        the pair: a Produce's batches (they carry the offsets the response assigned) and share acknowledgements."""
-        name = api_name(req.api_key) or "unknown"
-        self.messages[name] = self.messages.get(name, 0) + 1
-        qbody = req.body
-        if resp is None:
-            rbody = resp_ts = latency = resp_size = resp_error = None
-        else:
-            rbody, resp_ts, resp_size, resp_error = resp.body, resp.ts, resp.size, resp.error
-            latency = resp_ts - req.ts
-        if req.produce is not None:
-            self.produce_batches(st, req, rbody, self._problem(st, REQUEST if resp is None else RESPONSE, req, where))
-        if qbody is not None and req.api_key in SHARE_APIS:
-            self.acks(st, req, rbody)
-        errors = None
-        if req.error or resp_error:
-            status = "decode_error"
-            errors = "; ".join(e for e in (req.error, resp_error) if e)
-        elif not req.known:
-            status = "unknown_api"
-        elif unpaired:
-            status = "unpaired_request"
-        else:
-            status = "ok"
-        self.statuses[status] = self.statuses.get(status, 0) + 1
-        if qbody is None:
-            qfound = request_json = None
-            qf = _EMPTY
-        else:
-            qfound, request_json = qbody.found, qbody.json
-            qf = qfound.fields
-        if rbody is None:
-            rf = _EMPTY
-            rfound = code = error = response_json = None
-        else:
-            rf, rfound, response_json = rbody.top, rbody.found, rbody.json
-            code = error_code(rf, rfound)
-            error = error_name(code) if code is not None else None
-        self.frames.add((
-            st.conn_id, st.client_addr, st.broker_addr, req.ts, resp_ts, latency, req.api_key, name, req.api_version,
-            req.correlation_id, req.client_id, req.size, resp_size, code, error, status,
-        ) + (_entities(qf, rf) if qf or len(rf) > ("throttle_time_ms" in rf) + ("error_code" in rf) else _NONE) + (
-            self.topic_list(qfound, rfound), rf.get("throttle_time_ms"), errors, request_json, response_json,
-        ), len(request_json or "") + len(response_json or ""))
-
     def produce_batches(self, st: ConnState, req: Request, rbody: Body | None, problem: Problem) -> None:
         """batches/ rows of a Produce request, with the error and base offset its response assigned."""
         results = bt.produce_results(rbody.rows) if rbody is not None else {}
@@ -104,7 +66,7 @@ class Rows:
                 req.client_id, None, None)
         for topic, topic_id, partition, batches in req.produce:
             err, assigned = results.get((topic_id if topic_id is not None else topic, partition), (None, None))
-            self.batches.extend(bt.batch_rows(head + (topic, topic_id, partition), batches,
+            self.batches.extend(self.batch_rows(head + (topic, topic_id, partition), batches,
                                               (None, None, assigned, err), problem))
 
     def response_only(self, st: ConnState, ts: int, size: int, correlation_id: int) -> None:
@@ -168,7 +130,7 @@ class Rows:
                 continue
             topic = name if name is not None else self.topics.resolve(topic_id, "batches")
             tail = (offsets.get((name or topic_id, partition)), high_watermark, None, partition_error)
-            self.batches.extend(bt.batch_rows(carrier + (topic, topic_id, partition), batches, tail, problem))
+            self.batches.extend(self.batch_rows(carrier + (topic, topic_id, partition), batches, tail, problem))
             if self.records is not None:
                 head = (st.conn_id, req.correlation_id, direction, resp.ts, req.client_id)
                 rtopic = name if name is not None else self.topics.resolve(topic_id, "records")
@@ -212,6 +174,54 @@ class Rows:
         def problem(kind: str, detail: str, nbytes: int) -> None:
             self.anomaly(kind, detail, where, st.conn_id, direction, None, nbytes, req.api_key, req.correlation_id)
         return problem
+
+
+def frame(rows: Rows, st: ConnState, req: Request, resp: Response | None, where: Where,
+          unpaired: bool = False) -> None:
+    """The frames/ row of a request and its response (or of a request alone), with the rows that waited for the
+    pair: a Produce's batches (they carry the offsets the response assigned) and share acknowledgements."""
+    name = api_name(req.api_key) or "unknown"
+    rows.messages[name] = rows.messages.get(name, 0) + 1
+    qbody = req.body
+    if resp is None:
+        rbody = resp_ts = latency = resp_size = resp_error = None
+    else:
+        rbody, resp_ts, resp_size, resp_error = resp.body, resp.ts, resp.size, resp.error
+        latency = resp_ts - req.ts
+    if req.produce is not None:
+        rows.produce_batches(st, req, rbody, rows._problem(st, REQUEST if resp is None else RESPONSE, req, where))
+    if qbody is not None and req.api_key in SHARE_APIS:
+        rows.acks(st, req, rbody)
+    errors = None
+    if req.error or resp_error:
+        status = "decode_error"
+        errors = "; ".join(e for e in (req.error, resp_error) if e)
+    elif not req.known:
+        status = "unknown_api"
+    elif unpaired:
+        status = "unpaired_request"
+    else:
+        status = "ok"
+    rows.statuses[status] = rows.statuses.get(status, 0) + 1
+    if qbody is None:
+        qfound = request_json = None
+        qf = _EMPTY
+    else:
+        qfound, request_json = qbody.found, qbody.json
+        qf = qfound.fields
+    if rbody is None:
+        rf = _EMPTY
+        rfound = code = error = response_json = None
+    else:
+        rf, rfound, response_json = rbody.top, rbody.found, rbody.json
+        code = error_code(rf, rfound)
+        error = error_name(code) if code is not None else None
+    rows.frames.add((
+        st.conn_id, st.client_addr, st.broker_addr, req.ts, resp_ts, latency, req.api_key, name, req.api_version,
+        req.correlation_id, req.client_id, req.size, resp_size, code, error, status,
+    ) + (_entities(qf, rf) if qf or len(rf) > ("throttle_time_ms" in rf) + ("error_code" in rf) else _NONE) + (
+        rows.topic_list(qfound, rfound), rf.get("throttle_time_ms"), errors, request_json, response_json,
+    ), len(request_json or "") + len(response_json or ""))
 
 
 _NONE = (None,) * 11
