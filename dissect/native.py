@@ -9,6 +9,7 @@ not compile the core (no C compiler) runs them too, and says so once on stderr: 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import sys
 from collections.abc import Callable
@@ -43,10 +44,16 @@ def missing() -> dict[str, str]:
     return errors
 
 
+def built() -> bool:
+    """Whether every compiled module is installed. Found, not imported: importing them here would import the
+    packages that load them (and read their names) before those packages exist."""
+    return all(importlib.util.find_spec(name) is not None for name in EXTENSIONS)
+
+
 def _decide() -> bool:
     if pure_requested():
         return False
-    if missing():
+    if not built():
         if not os.environ.get(SAID):
             print(NOT_BUILT, file=sys.stderr)
             os.environ[SAID] = "1"
@@ -64,7 +71,7 @@ def extension(name: str) -> ModuleType | None:
 
 def pick(pure: F, extension: ModuleType | None) -> F:
     """pure's compiled twin (the function of the same name in extension) when the compiled core runs, else pure."""
-    return getattr(extension, pure.__name__) if compiled else pure
+    return getattr(extension, pure.__name__) if compiled and extension is not None else pure
 
 
 compiled: bool = _decide()

@@ -1,15 +1,18 @@
 # cython: language_level=3, boundscheck=True, wraparound=False
-"""Compiled twin of batches.batch_rows: each batch's row built as one tuple in C (no per-batch tuple concatenation).
-A control batch sends the whole partition to the pure-Python function, which reads its control record."""
+"""Compiled twin of batches.batch_rows: each batch's row built as one tuple in C, its timestamps converted in C. A
+control batch (or anything but a Batch) sends the whole partition to the pure-Python function, which reads its
+control record."""
 
-from cpython.ref cimport PyObject, Py_INCREF
-from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE, PyTuple_New, PyTuple_SET_ITEM
+from cpython.ref cimport Py_INCREF, PyObject
+from cpython.tuple cimport PyTuple_GET_SIZE, PyTuple_New, PyTuple_SET_ITEM
 from libc.stdint cimport int64_t
 
-from kafkatap.dissect.tables import batches as reference
+from kafkatap.dissect.tables import batches as reference  # its names are read at call time: it imports this module
 
-cdef tuple _COMPRESSION = reference.COMPRESSION
-cdef int64_t _MAX_MS = reference.MAX_MS
+cdef extern from "Python.h":
+    PyObject* PySequence_Fast_GET_ITEM(object o, Py_ssize_t i)
+
+cdef int64_t _MAX_MS = (1 << 63) // 1000 - 1
 
 
 cdef inline void _put(tuple row, Py_ssize_t i, object value):
@@ -17,36 +20,35 @@ cdef inline void _put(tuple row, Py_ssize_t i, object value):
     PyTuple_SET_ITEM(row, i, value)
 
 
+cdef inline object _us(int64_t ms):
+    return ms * 1000 if 0 <= ms <= _MAX_MS else None
+
+
 def batch_rows(tuple head, list batches, tuple tail, problem):
     cdef Py_ssize_t i, h = PyTuple_GET_SIZE(head), t = PyTuple_GET_SIZE(tail)
     cdef tuple row
     cdef long attributes
     for batch in batches:
-        if <long> batch[9] & 0x20:
+        if not isinstance(batch, tuple) or len(batch) != 17 or <long> (<object> PySequence_Fast_GET_ITEM(batch, 9)) & 0x20:
             return reference.batch_rows(head, batches, tail, problem)
+    compression = reference.COMPRESSION
     out = []
     for batch in batches:
         row = PyTuple_New(h + 15 + t)
         for i in range(h):
-            _put(row, i, <object> PyTuple_GET_ITEM(head, i))
-        attributes = batch[9]
-        first, last = batch[10], batch[11]
-        _put(row, h, batch[2])
-        _put(row, h + 1, batch[3])
-        _put(row, h + 2, batch[4])
-        _put(row, h + 3, batch[5])
-        _put(row, h + 4, batch[12])
-        _put(row, h + 5, batch[13])
-        _put(row, h + 6, batch[14])
-        _put(row, h + 7, bool(attributes & 0x10))
+            _put(row, i, head[i])
+        attributes = <object> PySequence_Fast_GET_ITEM(batch, 9)
+        for i in range(7):  # magic, base_offset, last_offset, record_count; producer_id, _epoch, base_sequence
+            _put(row, h + i, <object> PySequence_Fast_GET_ITEM(batch, (2, 3, 4, 5, 12, 13, 14)[i]))
+        _put(row, h + 7, True if attributes & 0x10 else False)
         _put(row, h + 8, False)
         _put(row, h + 9, None)
-        _put(row, h + 10, _COMPRESSION[attributes & 7])
-        _put(row, h + 11, batch[1])
-        _put(row, h + 12, first * 1000 if 0 <= first <= _MAX_MS else None)
-        _put(row, h + 13, last * 1000 if 0 <= last <= _MAX_MS else None)
-        _put(row, h + 14, batch[8])
+        _put(row, h + 10, compression[attributes & 7])
+        _put(row, h + 11, <object> PySequence_Fast_GET_ITEM(batch, 1))
+        _put(row, h + 12, _us(<object> PySequence_Fast_GET_ITEM(batch, 10)))
+        _put(row, h + 13, _us(<object> PySequence_Fast_GET_ITEM(batch, 11)))
+        _put(row, h + 14, <object> PySequence_Fast_GET_ITEM(batch, 8))
         for i in range(t):
-            _put(row, h + 15 + i, <object> PyTuple_GET_ITEM(tail, i))
+            _put(row, h + 15 + i, tail[i])
         out.append(row)
     return out
