@@ -1,13 +1,74 @@
 # cython: language_level=3, boundscheck=True, wraparound=False
-"""Compiled twin of rows.frame. The usual pair (a request and its response, both decoded, not a share api) gets its
-frames/ row built here, as the pure-Python function builds it; every other pair or half goes to that function."""
+"""Compiled twins of rows.request, rows.response and rows.frame: the usual message's rows built here, as those
+functions build them. The usual case is record data that splits cleanly (whole batches, CRCs right, no control
+batch), no records/ table asked for, and a decoded pair that is not a share api; anything else, before any row is
+written, goes to the pure-Python function."""
 
 from kafkatap.dissect.protocol import error_name
 from kafkatap.dissect.protocol.generated import APIS
+from kafkatap.dissect.protocol.generated.api_keys import ApiKey
+from kafkatap.dissect.records import _split
+from kafkatap.dissect.tables import _batches
 from kafkatap.dissect.tables import rows as reference  # its names are looked up at call time: it imports this module
 
 cdef dict _NAMES = {key: row[0] for key, row in APIS.items()}
 cdef tuple _NONE = (None,) * 11
+cdef int _PRODUCE = ApiKey.PRODUCE, _FETCH = ApiKey.FETCH
+cdef object _split_batches = _split.split_batches
+cdef object _batch_rows = _batches.batch_rows
+
+
+cdef list _clean(list partitions, Py_ssize_t data_at, bint final):
+    """The batches of each partition's record data (None for none), or None if any of it needs the pure-Python
+    function: a split error, a cut batch where one cannot be (final), a CRC mismatch, a control batch."""
+    out = []
+    for partition in partitions:
+        data = partition[data_at]
+        if not data:
+            out.append(None)
+            continue
+        batches, partial, error = _split_batches(data)
+        if error is not None or (partial and final):
+            return None
+        for batch in batches:
+            if not batch[8] or <long> batch[9] & 0x20:
+                return None
+        out.append(batches)
+    return out
+
+
+def request(rows, st, req, where):
+    if req.api_key != _PRODUCE:
+        return
+    partitions = req.body.rows
+    split = _clean(partitions, 3, True) if rows.records is None else None
+    if split is None:
+        return reference.request(rows, st, req, where)
+    produce = []
+    resolve = rows.topics.resolve
+    for (name, topic_id, partition, _), batches in zip(partitions, split):
+        if batches:
+            produce.append((name if name is not None else resolve(topic_id, "batches"), topic_id, partition, batches))
+    req.produce = produce
+
+
+def response(rows, st, req, resp, where):
+    if req.api_key != _FETCH:
+        return reference.response(rows, st, req, resp, where)
+    partitions = resp.body.rows
+    split = _clean(partitions, 3, False) if rows.records is None else None
+    if split is None:
+        return reference.response(rows, st, req, resp, where)
+    offsets = {} if req.body is None else {(topic or topic_id, partition): offset
+                                           for topic, topic_id, partition, offset in req.body.rows}
+    carrier = (st.conn_id, st.client_addr, st.broker_addr, req.correlation_id, req.api_version, "fetch", resp.ts,
+               req.client_id, None, None)
+    resolve, extend = rows.topics.resolve, rows.batches.extend
+    for (name, topic_id, partition, _, high_watermark, partition_error), batches in zip(partitions, split):
+        if batches:
+            topic = name if name is not None else resolve(topic_id, "batches")
+            tail = (offsets.get((name or topic_id, partition)), high_watermark, None, partition_error)
+            extend(_batch_rows(carrier + (topic, topic_id, partition), batches, tail, None))
 
 
 def frame(rows, st, req, resp, where, unpaired=False):
@@ -22,7 +83,10 @@ def frame(rows, st, req, resp, where, unpaired=False):
     messages[name] = messages.get(name, 0) + 1
     resp_ts = resp.ts
     if req.produce is not None:
-        rows.produce_batches(st, req, rbody, rows._problem(st, 1, req, where))
+        if _control(req.produce):
+            rows.produce_batches(st, req, rbody, rows._problem(st, 1, req, where))
+        else:
+            _produce_batches(rows, req, st, rbody)
     statuses["ok"] = statuses.get("ok", 0) + 1
     qfound, rfound, rf = qbody.found, rbody.found, rbody.top
     qf = qfound.fields
@@ -41,3 +105,24 @@ def frame(rows, st, req, resp, where, unpaired=False):
     ) + (reference._entities(qf, rf) if qf or len(rf) > ("throttle_time_ms" in rf) + ("error_code" in rf)
          else _NONE) + (topics, rf.get("throttle_time_ms"), None, request_json, response_json),
         len(request_json) + len(response_json))
+
+
+cdef bint _control(list produce):
+    """Whether a Produce's batches hold a control batch (its control record may need reporting)."""
+    for _, _, _, batches in produce:
+        for batch in batches:
+            if <long> batch[9] & 0x20:
+                return True
+    return False
+
+
+cdef _produce_batches(rows, req, st, rbody):
+    """Rows.produce_batches for batches without a control batch (nothing to report, so no reporter is built)."""
+    results = {(name or topic_id, index): (error, base_offset) for name, topic_id, index, error, base_offset
+               in rbody.rows}
+    head = (st.conn_id, st.client_addr, st.broker_addr, req.correlation_id, req.api_version, "produce", req.ts,
+            req.client_id, None, None)
+    extend = rows.batches.extend
+    for topic, topic_id, partition, batches in req.produce:
+        err, assigned = results.get((topic_id if topic_id is not None else topic, partition), (None, None))
+        extend(_batch_rows(head + (topic, topic_id, partition), batches, (None, None, assigned, err), None))

@@ -42,22 +42,11 @@ class Rows:
         self.messages: dict[str, int] = {}
         self.statuses: dict[str, int] = {}
         self.anomaly_counts: dict[str, int] = {}
+        # Messages' request, response and frame: this module's functions, or their compiled twins (_rows.pyx)
+        self.request = partial(native.pick(request, _compiled), self)
+        self.response = partial(native.pick(response, _compiled), self)
         self.frame = partial(native.pick(frame, _compiled), self)
         self.batch_rows = native.pick(bt.batch_rows, _compiled_batches)
-        """frame(st, req, resp, where, unpaired=False): the module's `frame`, or its compiled twin."""
-
-    def request(self, st: ConnState, req: Request, where: Where) -> None:
-        """A Produce's record data: its batches wait in the request for the response's offsets, its records/ rows
-        are written now."""
-        if req.api_key == ApiKey.PRODUCE:
-            req.produce = self._produce_request(st, req, req.body.rows, self._problem(st, REQUEST, req, where))
-
-    def response(self, st: ConnState, req: Request, resp: Response, where: Where) -> None:
-        """A Fetch's or ShareFetch's record data, and the ranges a ShareFetch acquired."""
-        if req.api_key in FETCHES:
-            self._fetch_response(st, req, resp, self._problem(st, RESPONSE, req, where))
-        if req.api_key == ApiKey.SHARE_FETCH:
-            self.acquired(st, req, resp, resp.body.message)
 
     def produce_batches(self, st: ConnState, req: Request, rbody: Body | None, problem: Problem) -> None:
         """batches/ rows of a Produce request, with the error and base offset its response assigned."""
@@ -174,6 +163,21 @@ class Rows:
         def problem(kind: str, detail: str, nbytes: int) -> None:
             self.anomaly(kind, detail, where, st.conn_id, direction, None, nbytes, req.api_key, req.correlation_id)
         return problem
+
+
+def request(rows: Rows, st: ConnState, req: Request, where: Where) -> None:
+    """A Produce's record data: its batches wait in the request for the response's offsets, its records/ rows are
+    written now."""
+    if req.api_key == ApiKey.PRODUCE:
+        req.produce = rows._produce_request(st, req, req.body.rows, rows._problem(st, REQUEST, req, where))
+
+
+def response(rows: Rows, st: ConnState, req: Request, resp: Response, where: Where) -> None:
+    """A Fetch's or ShareFetch's record data, and the ranges a ShareFetch acquired."""
+    if req.api_key in FETCHES:
+        rows._fetch_response(st, req, resp, rows._problem(st, RESPONSE, req, where))
+    if req.api_key == ApiKey.SHARE_FETCH:
+        rows.acquired(st, req, resp, resp.body.message)
 
 
 def frame(rows: Rows, st: ConnState, req: Request, resp: Response | None, where: Where,
