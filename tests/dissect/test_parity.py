@@ -1,0 +1,87 @@
+"""The compiled dissector core against the pure-Python reference on bad input: every kind of fault the fault tests
+inject (reordered, duplicated and dropped segments, a capture starting mid-stream, noise and TLS on the Kafka port,
+absurd length prefixes, cut files) and a seeded corpus of Kafka-level mutations, dissected both ways (every other
+one with the records/ table and payloads) must give identical tables and summaries. tests/dissect/packets/test_compiled.py does the same
+for the samples and damaged capture files."""
+
+from __future__ import annotations
+
+import json
+import random
+import struct
+from collections.abc import Callable
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from kafkatap.dissect import native
+from kafkatap.dissect.run import dissect_captures
+from tests.dissect.test_fuzz import mutate
+from tests.support.paths import SAMPLES
+from tests.support.pcap import TcpFlow, pcap_bytes, timed
+from tests.support.replay import Replay
+
+UNSTABLE_SUMMARY = ("elapsed_s", "output")
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(bool(native.missing()), reason="the compiled core is not built (pure-Python run)")]
+
+
+def faults(replay: Replay) -> dict[str, list[bytes]]:
+    """Packet lists, one per kind of fault, all over the sample's own connections."""
+    rnd = random.Random(1124)
+    clean = [s.frame for s in replay.segments()]
+    shuffled = list(clean)
+    for i in range(0, len(shuffled) - 8, 8):
+        window = shuffled[i:i + 8]
+        rnd.shuffle(window)
+        shuffled[i:i + 8] = window
+    noise = TcpFlow(client=("127.0.0.1", 50001), server=("127.0.0.1", replay.port))
+    tls = TcpFlow(client=("127.0.0.1", 50002), server=("127.0.0.1", replay.port))
+
+    def edited(edit: Callable[[int, int, int, bytes], bytes]) -> list[bytes]:
+        return [s.frame for s in replay.segments(edit=edit)]
+
+    out = {
+        "reordered": shuffled,
+        "duplicated": [f for f in clean for _ in range(1 + (rnd.random() < 0.1))],
+        "dropped": [f for f in clean if rnd.random() > 0.03],
+        "mid_stream": [s.frame for s in replay.segments(handshake=False)][len(clean) // 3:],
+        "noise": clean + noise.handshake() + noise.send(0, rnd.randbytes(20000)) + noise.send(1, rnd.randbytes(5000)),
+        "tls": clean + tls.handshake() + tls.send(0, b"\x16\x03\x01\x02\x00" + rnd.randbytes(512)) + tls.fin(0),
+    }
+    for n, prefix in enumerate((b"\x7f\xff\xff\xff", b"\x80\x00\x00\x00", struct.pack(">i", 200 << 20))):
+        out[f"absurd{n}"] = edited(lambda c, s, i, d, p=prefix: p + bytes(range(64)) + d if i == 3 and s == 0 else d)
+    for n in range(24):
+        out[f"mutated{n}"] = edited(lambda c, s, i, d: mutate(d, rnd, 0) if rnd.random() < 0.05 else d)
+    return out
+
+
+def tables(out: Path) -> tuple[dict, dict]:
+    summary = json.loads((out / "summary.json").read_text())
+    return ({t.name: pq.read_table(t) for t in sorted(out.iterdir()) if t.is_dir()},
+            {k: v for k, v in summary.items() if k not in UNSTABLE_SUMMARY})
+
+
+def test_faults_and_mutations_give_the_same_output_on_both_paths(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    replay = Replay("produce_consume")
+    captures = {name: pcap_bytes(timed(frames)) for name, frames in faults(replay).items()}
+    whole = captures["reordered"]
+    captures["cut"] = whole[:len(whole) * 2 // 3]
+    captures["day_in_the_life"] = (SAMPLES / "day_in_the_life.pcapng").read_bytes()
+    for n, (name, data) in enumerate(captures.items()):
+        capture = tmp_path / f"{name}.pcap"
+        capture.write_bytes(data)
+        records = n % 2 == 0  # the compiled fast paths for record data run only without the records/ table
+        results = []
+        for compiled in (True, False):
+            monkeypatch.setattr(native, "compiled", compiled)
+            out = tmp_path / name / str(compiled)
+            dissect_captures([str(capture)], str(out), ports=[replay.port], records=records, payloads=records)
+            results.append(tables(out))
+        (ours, our_summary), (theirs, their_summary) = results
+        assert our_summary == their_summary, name
+        assert ours.keys() == theirs.keys(), name
+        for table in ours:
+            assert ours[table].equals(theirs[table], check_metadata=True), (name, table)
