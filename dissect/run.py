@@ -1,10 +1,10 @@
 """The dissector's entry point: captures in, Parquet tables and summary.json out.
 
-With workers > 1 the run is split over processes by connection: every worker reads the whole capture (the packet
-layer is numpy and cheap) but follows only the connections whose key hashes to it, and writes its own part of each
-table (OUT/<table>/part-0000k.parquet). Kafka pairs within a connection, so nothing crosses workers except topic
-names, merged at the end. It pays off on captures of many small messages (the per-message Python work dominates)
-when cores are free; on bulk traffic the packet layer dominates and every worker repeats it, so one is the default.
+With workers > 1 the run is split over processes by connection: every worker reads the capture file and parses the
+packet headers (compiled, a few ns per packet), keeps only the segments of the connections whose endpoints hash to it
+(streams/workers.py) and writes its own part of each table (OUT/<table>/part-0000k.parquet). Kafka pairs within a
+connection, so nothing crosses workers except topic names, merged at the end. It pays off on captures of many small
+messages when cores are free; on bulk traffic with few connections reading the file dominates, so one is the default.
 
 A streamed run (ordered=True, what `kafkatap capture --dissect` does) takes the files one at a time as a live
 capture closes them and dissects each at once. Every few seconds, at a file boundary, it closes the tables' files
@@ -109,11 +109,11 @@ def _dissect_part(paths: Iterable[str], out_dir: str, ports: list[int], records:
         paths = _publishing(paths, out, publish_every)
     try:
         with _few_collections():
-            stats = run_streams(paths, sink, progress=progress, ordered=ordered)
+            stats = run_streams(paths, sink, progress=progress, ordered=ordered, part=(part, parts))
     finally:
         written = out.close()
-    return {"stats": stats, "rows": written, "out_of_range": out.out_of_range(), "connections": sink.connections,
-            "messages": rows.messages, "statuses": rows.statuses, "anomalies": rows.anomaly_counts,
+    return {"stats": stats, "with_payload": sink.with_payload, "rows": written, "out_of_range": out.out_of_range(),
+            "connections": sink.connections, "messages": rows.messages, "statuses": rows.statuses, "anomalies": rows.anomaly_counts,
             "streams": sink.streams, "warnings": sink.warnings, "names": topics.names,
             "unresolved": topics.unresolved}
 

@@ -17,6 +17,7 @@ from kafkatap.dissect.kafka.skips import Skips
 from kafkatap.dissect.kafka.state import DIRECTIONS, REQUEST, RESPONSE, ConnState, endpoint
 from kafkatap.dissect.kafka.topics import TopicNames
 from kafkatap.dissect.streams.reassembly import Conn, Where
+from kafkatap.dissect.streams.workers import owner
 
 _compiled = native.extension("kafkatap.dissect.kafka._sink")
 
@@ -32,15 +33,18 @@ class Sink:
         self.feed = native.pick(feed, _compiled)  # chosen once per run, not per segment
         self.streams: list[dict] = []  # byte account of every closed Kafka stream
         self.connections = {"kafka": 0, "tls": 0, "not_kafka": 0}
+        self.with_payload = 0  # this worker's connections that carried payload
         self.warnings: list[str] = []
 
     def on_open(self, conn: Conn) -> None:
         conn.state = ConnState()
         if self.parts > 1 and self._owner(conn) != self.part:
-            conn.state.kind = "foreign"  # another worker's connection: on_data drops it at once
+            conn.state.kind = "foreign"  # another worker's connection (IP fragments): on_data drops it at once
+        else:
+            self.with_payload += 1
 
     def _owner(self, conn: Conn) -> int:
-        return hash(conn.conn_key) % self.parts
+        return owner(conn.conn_key, self.parts)
 
     def on_data(self, conn: Conn, side: int, ts_us: int, data: bytes, where: Where) -> bool:
         st: ConnState = conn.state

@@ -22,6 +22,7 @@ from kafkatap.dissect.packets.files import first_ts_us, open_capture
 from kafkatap.dissect.packets.pcap import CHUNK_SIZE, CaptureFormatError, Chunk, PcapReader
 from kafkatap.dissect.packets.pcapng import PcapngReader
 from kafkatap.dissect.streams.reassembly import Conn, Reassembler, StreamSink, Where
+from kafkatap.dissect.streams.workers import owners
 
 _compiled = native.extension("kafkatap.dissect.streams._driver")
 
@@ -44,21 +45,25 @@ class PacketStats:
 
 
 def run_streams(paths: Iterable[str], sink: StreamSink, *, progress: Callable[[int], None] | None = None,
-                ordered: bool = False, chunk_size: int = CHUNK_SIZE, **limits: int) -> PacketStats:
+                ordered: bool = False, chunk_size: int = CHUNK_SIZE, part: tuple[int, int] = (0, 1),
+                **limits: int) -> PacketStats:
     """Reassemble every TCP connection of the capture files (one capture, in order of their first packet).
 
     ordered=True: the files come already in time order, possibly one at a time from a live capture's ring, so
     each is read as soon as the iterable yields it (connections carry on across files) and the iterable is asked
     for the next one only after the previous file has been read to its end.
     progress(n) is called after each chunk with the number of file bytes consumed since the previous call.
+    part=(k, n): worker k of n; the segments of connections another worker owns (workers.owner) are dropped as soon
+    as their headers are parsed, except the few that take the slow path (IP fragments): the sink drops those.
     limits are passed to the Reassembler (max_buffer, max_total, idle_timeout_us, linger_us)."""
-    return _Driver(sink, progress, chunk_size, limits).run(paths, ordered)
+    return _Driver(sink, progress, chunk_size, part, limits).run(paths, ordered)
 
 
 class _Driver:
     def __init__(self, sink: StreamSink, progress: Callable[[int], None] | None, chunk_size: int,
-                 limits: dict[str, int]) -> None:
+                 part: tuple[int, int], limits: dict[str, int]) -> None:
         self.sink = sink
+        self.part, self.parts = part
         self.progress = progress
         self.chunk_size = chunk_size
         self.stats = PacketStats()
@@ -183,11 +188,17 @@ class _Driver:
         s.non_tcp_packets += n - tcp_packets
         self.bad(c, which(fr.BAD_TCP), "bad_tcp_header", snapped)
         self.bad(c, which(fr.SHORT_TCP), "bad_tcp_header", snapped)
-        acks = _PureAcks(self.reasm.segment, c.index0, f.acks)
+        segments, acks = (f.segments, f.acks) if self.parts == 1 else (self.own(f.segments), self.own(f.acks))
+        pure_acks = _PureAcks(self.reasm.segment, c.index0, acks)
         if counts[fr.SLOW]:
-            self.segments_mixed(c, f.segments, which(fr.SLOW), f.slow_l3, acks)
+            self.segments_mixed(c, segments, which(fr.SLOW), f.slow_l3, pure_acks)
         else:
-            self.segments(c, f.segments, acks)
+            self.segments(c, segments, pure_acks)
+
+    def own(self, cols: fr.Segments) -> fr.Segments:
+        """The segments of the connections this worker follows."""
+        keep = owners(cols.src_hi, cols.src_lo, cols.dst_hi, cols.dst_lo, cols.ports, self.parts) == self.part
+        return fr.Segments(*(col[keep] for col in cols))
 
     def unknown_link(self, c: Chunk, frames: np.ndarray) -> None:
         """Frames of link types the dissector does not parse: skipped, and said once per link type and file."""

@@ -57,7 +57,7 @@ def build(paths: list[str], parts: list[dict], late_names: dict[str, int]) -> di
         "tcp_packets": stats.tcp_packets,
         "capture_span": {"first_ts": _iso(stats.first_ts_us), "last_ts": _iso(stats.last_ts_us),
                          "first_ts_us": stats.first_ts_us, "last_ts_us": stats.last_ts_us},
-        "connections": {"with_payload": stats.connections, **_sum(parts, "connections")},
+        "connections": {"with_payload": sum(part["with_payload"] for part in parts), **_sum(parts, "connections")},
         "messages_by_api": dict(sorted(_sum(parts, "messages").items(), key=lambda kv: -kv[1])),
         "frames_by_status": dict(sorted(_sum(parts, "statuses").items())),
         "anomalies_by_kind": dict(sorted(_sum(parts, "anomalies").items())),

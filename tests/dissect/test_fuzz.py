@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from kafkatap.dissect.run import dissect_captures
+from tests.support.mutations import mutate
 from tests.support.paths import SAMPLES
 from tests.support.pcap import pcap_bytes, timed
 from tests.support.replay import Replay
@@ -22,28 +23,6 @@ SAMPLE = "produce_consume"
 CAPTURES = sorted(SAMPLES.glob("*.pcapng"))
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not CAPTURES, reason="no samples yet")]
-
-
-def mutate(data: bytes, rnd: random.Random, keep: int) -> bytes:
-    """One random damage after the first `keep` bytes: flips, a cut, a repeat, noise, or a truncation."""
-    buf = bytearray(data)
-    if len(buf) <= keep + 8:
-        return bytes(buf)
-    kind = rnd.randrange(5)
-    a = rnd.randrange(keep, len(buf))
-    b = min(len(buf), a + rnd.randrange(1, 2000))
-    if kind == 0:
-        for _ in range(rnd.randrange(1, 20)):
-            buf[rnd.randrange(keep, len(buf))] ^= 1 << rnd.randrange(8)
-    elif kind == 1:
-        del buf[a:b]
-    elif kind == 2:
-        buf[a:a] = buf[a:b]
-    elif kind == 3:
-        buf[a:b] = rnd.randbytes(b - a)
-    else:
-        del buf[a:]
-    return bytes(buf)
 
 
 def check(capture: Path, out: Path, ports: list[int]) -> None:

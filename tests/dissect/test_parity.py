@@ -17,7 +17,7 @@ import pytest
 
 from kafkatap.dissect import native
 from kafkatap.dissect.run import dissect_captures
-from tests.dissect.test_fuzz import mutate
+from tests.support.mutations import mutate
 from tests.support.paths import SAMPLES
 from tests.support.pcap import TcpFlow, pcap_bytes, timed
 from tests.support.replay import Replay
