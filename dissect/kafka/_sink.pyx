@@ -1,19 +1,29 @@
 # cython: language_level=3, boundscheck=True, wraparound=False
-"""Compiled twin of sink.feed. The usual segment holds exactly one whole frame and meets a framer in step with
-nothing buffered: that frame is cut here, with the framer's bookkeeping Framer.feed does for it; any other segment
-goes through Framer.feed as in the pure-Python function. Frames go to the exchange's compiled fast paths
-(_exchange.pyx), which hand anything unusual to its methods."""
+"""Compiled twin of sink.on_data, with sink.feed inside it: a Kafka connection's bytes are framed here; any other
+connection (being classified, TLS, ignored) goes to the pure-Python on_data. The usual segment holds exactly
+one whole frame and meets a framer in step with nothing buffered: that frame is cut here, with the bookkeeping
+Framer.feed does for it; any other segment goes through Framer.feed as in the pure-Python function. Frames go to the
+exchange's compiled fast paths (_exchange.pyx), which hand anything unusual to its methods."""
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
 
 from kafkatap.dissect.kafka import _exchange
+from kafkatap.dissect.kafka import sink as reference  # its names are looked up at call time: it imports this module
 from kafkatap.dissect.kafka.framing import MAX_FRAME
 
 cdef int64_t _MAX_FRAME = MAX_FRAME
 
 
-def feed(exchange, st, int side, ts, bytes data, where):
+def on_data(sink, conn, int side, ts, data, where):
+    st = conn.state
+    if st.kind == "kafka" and type(data) is bytes:
+        _feed(sink.exchange, st, side, ts, data, where)
+        return True
+    return reference.on_data(sink, conn, side, ts, data, where)
+
+
+cdef _feed(exchange, st, int side, ts, bytes data, where):
     cdef int direction = 0 if side == st.client_side else 1
     cdef Py_ssize_t n = PyBytes_GET_SIZE(data)
     cdef const uint8_t* b = <const uint8_t*> PyBytes_AS_STRING(data)

@@ -8,6 +8,8 @@ delivers lands in the connection's byte `account`, closed into `streams` when th
 
 from __future__ import annotations
 
+from functools import partial
+
 from kafkatap.dissect import native
 from kafkatap.dissect.kafka.classify import PROBE_LIMIT, classify
 from kafkatap.dissect.kafka.exchange import Exchange
@@ -30,7 +32,8 @@ class Sink:
         self.ports = ports
         self.out = out
         self.exchange = Exchange(out, topics)
-        self.feed = native.pick(feed, _compiled)  # chosen once per run, not per segment
+        self.on_data = partial(native.pick(on_data, _compiled), self)
+        """StreamSink.on_data: this module's `on_data`, or its compiled twin (chosen once per run)."""
         self.streams: list[dict] = []  # byte account of every closed Kafka stream
         self.connections = {"kafka": 0, "tls": 0, "not_kafka": 0}
         self.with_payload = 0  # this worker's connections that carried payload
@@ -45,28 +48,6 @@ class Sink:
 
     def _owner(self, conn: Conn) -> int:
         return owner(conn.conn_key, self.parts)
-
-    def on_data(self, conn: Conn, side: int, ts_us: int, data: bytes, where: Where) -> bool:
-        st: ConnState = conn.state
-        kind = st.kind
-        if kind == "kafka":
-            self.feed(self.exchange, st, side, ts_us, data, where)
-            return True
-        if kind == "ignored" or kind == "foreign":
-            return False
-        if kind == "tls":
-            direction = REQUEST if side == st.client_side else RESPONSE
-            st.account.seen(direction, len(data))
-            st.account.skipped(direction, "tls", len(data))
-            return True
-        st.probe.append((side, ts_us, data, where))
-        st.probe_bytes += len(data)
-        verdict, st.client_side = classify(conn, st.probe, self.ports)
-        if verdict == "probe":
-            if st.probe_bytes <= PROBE_LIMIT:
-                return True
-            verdict = "ignored"
-        return self._start(conn, st, verdict)
 
     def on_gap(self, conn: Conn, side: int, ts_us: int, nbytes: int, where: Where) -> None:
         st: ConnState = conn.state
@@ -166,3 +147,28 @@ def feed(exchange: Exchange, st: ConnState, side: int, ts: int, data: bytes, whe
         handle = exchange.request if direction == REQUEST else exchange.response
         for ts_f, offset, payload in frames:
             handle(st, ts_f, offset, payload, where)
+
+
+def on_data(sink: Sink, conn: Conn, side: int, ts_us: int, data: bytes, where: Where) -> bool:
+    """Bytes of a connection: fed to the framers once it is Kafka, held while it is being classified (False: stop
+    following it)."""
+    st: ConnState = conn.state
+    kind = st.kind
+    if kind == "kafka":
+        feed(sink.exchange, st, side, ts_us, data, where)
+        return True
+    if kind == "ignored" or kind == "foreign":
+        return False
+    if kind == "tls":
+        direction = REQUEST if side == st.client_side else RESPONSE
+        st.account.seen(direction, len(data))
+        st.account.skipped(direction, "tls", len(data))
+        return True
+    st.probe.append((side, ts_us, data, where))
+    st.probe_bytes += len(data)
+    verdict, st.client_side = classify(conn, st.probe, sink.ports)
+    if verdict == "probe":
+        if st.probe_bytes <= PROBE_LIMIT:
+            return True
+        verdict = "ignored"
+    return sink._start(conn, st, verdict)
