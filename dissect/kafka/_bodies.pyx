@@ -140,6 +140,11 @@ cdef object _pure_response = bodies.read_response
 cdef const char* _B64 = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
 cdef const char* _B64URL = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 cdef const char* _HEX = b"0123456789abcdef"
+cdef char[128] _ESCAPE  # per ASCII byte, what json.dumps writes after a backslash ("u": \\u00XX), or 0: the byte itself
+for _c in range(128):
+    _ESCAPE[_c] = ord("u") if _c < 0x20 else 0
+for _c, _e in ((10, b"n"), (13, b"r"), (9, b"t"), (8, b"b"), (12, b"f"), (34, b'"'), (92, b"\\")):
+    _ESCAPE[_c] = _e[0]
 cdef Py_ssize_t _in_one_pass = 0, _handed_back = 0
 cdef Py_ssize_t[7] _SIZES = [1, 1, 2, 2, 4, 4, 8]  # BOOL .. INT64
 
@@ -506,36 +511,23 @@ cdef int _string(Pass p, const uint8_t* b, Py_ssize_t n) except -1:
     cdef char* o = p.out + p.n
     cdef Py_ssize_t i = 0, k
     cdef uint8_t c, c1
+    cdef char e
     cdef int j
     o[0] = b'"'
     o += 1
     while i < n:
         c = b[i]
         if c < 0x80:
-            if c == 34 or c == 92:
-                o[0], o[1] = b"\\", c
-                o += 2
-            elif c >= 0x20:
+            e = _ESCAPE[c]
+            if not e:
                 o[0] = c
                 o += 1
-            elif c == 10:
-                o[0], o[1] = b"\\", b"n"
-                o += 2
-            elif c == 13:
-                o[0], o[1] = b"\\", b"r"
-                o += 2
-            elif c == 9:
-                o[0], o[1] = b"\\", b"t"
-                o += 2
-            elif c == 8:
-                o[0], o[1] = b"\\", b"b"
-                o += 2
-            elif c == 12:
-                o[0], o[1] = b"\\", b"f"
-                o += 2
-            else:
+            elif e == b"u":
                 o[0], o[1], o[2], o[3], o[4], o[5] = b"\\", b"u", b"0", b"0", _HEX[c >> 4], _HEX[c & 15]
                 o += 6
+            else:
+                o[0], o[1] = b"\\", e
+                o += 2
             i += 1
             continue
         if 0xC2 <= c <= 0xDF:

@@ -3,6 +3,9 @@ correlation id, every byte booked in the connection's account, and the messages 
 
 A response can only be decoded through its request's api key and version. One whose request was not seen waits in
 `orphans` (the request may come late, from behind a hole the reassembler is holding); requests wait in `inflight`.
+Bodies are read with `bodies.read_request` / `read_response` (or their compiled twins). With the compiled core, the
+usual request and response do not come through these methods at all: _exchange.pyx handles them and hands the rest
+here.
 """
 
 from __future__ import annotations

@@ -11,10 +11,10 @@ from kafkatap.dissect.streams.reassembly import Where
 
 class Messages(Protocol):
     def request(self, st: ConnState, req: Request, where: Where) -> None:
-        """A decoded request, its record data still bytes (before `extract.walk` replaces it by its size)."""
+        """A decoded request; its body's `rows` hold the record data (`extract.COLLECT`) as bytes."""
 
     def response(self, st: ConnState, req: Request, resp: Response, where: Where) -> None:
-        """A decoded response to req, its record data still bytes."""
+        """A decoded response to req; its body's `rows` hold the record data as bytes."""
 
     def frame(self, st: ConnState, req: Request, resp: Response | None, where: Where,
               unpaired: bool = False) -> None:

@@ -29,6 +29,8 @@ cdef extern from "Python.h":
 
 cdef enum:
     I8, I16, I32, I64, BOOL, STRING, BINARY, STRINGS
+cdef dict _SIMPLE = {pa.int8(): I8, pa.int16(): I16, pa.int32(): I32, pa.int64(): I64, pa.bool_(): BOOL,
+                     pa.string(): STRING, pa.binary(): BINARY}
 cdef dict _KINDS = {}  # row type -> tuple of column kinds, or None: not one this module takes
 
 
@@ -55,28 +57,19 @@ def columns(list rows, row_type):
 
 
 cdef object _kinds(row_type):
-    out = []
+    kinds = []
     for field in row_type:
         t = field.type
-        if pa.types.is_int8(t):
-            out.append(I8)
-        elif pa.types.is_int16(t):
-            out.append(I16)
-        elif pa.types.is_int32(t):
-            out.append(I32)
-        elif pa.types.is_int64(t) or (pa.types.is_timestamp(t) and t.unit == "us"):
-            out.append(I64)
-        elif pa.types.is_boolean(t):
-            out.append(BOOL)
-        elif pa.types.is_string(t):
-            out.append(STRING)
-        elif pa.types.is_binary(t):
-            out.append(BINARY)
-        elif pa.types.is_list(t) and pa.types.is_string(t.value_type):
-            out.append(STRINGS)
+        if pa.types.is_timestamp(t):
+            kind = I64 if t.unit == "us" else None
+        elif pa.types.is_list(t):
+            kind = STRINGS if pa.types.is_string(t.value_type) else None
         else:
+            kind = _SIMPLE.get(t)
+        if kind is None:
             return None
-    return tuple(out)
+        kinds.append(kind)
+    return tuple(kinds)
 
 
 cdef object _column(list rows, Py_ssize_t c, int kind, type_):
