@@ -113,8 +113,8 @@ def _dissect_part(paths: Iterable[str], out_dir: str, ports: list[int], records:
     finally:
         written = out.close()
     return {"stats": stats, "with_payload": sink.with_payload, "rows": written, "out_of_range": out.out_of_range(),
-            "connections": sink.connections, "messages": rows.messages, "statuses": rows.statuses, "anomalies": rows.anomaly_counts,
-            "streams": sink.streams, "warnings": sink.warnings, "names": topics.names,
+            "connections": sink.connections, "messages": rows.messages, "statuses": rows.statuses,
+            "anomalies": rows.anomaly_counts, "streams": sink.streams, "warnings": sink.warnings, "names": topics.names,
             "unresolved": topics.unresolved}
 
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import struct
 
-from kafkatap.dissect.errors import DecodeError
-from kafkatap.dissect.kafka import consumer_protocol as cp
 from kafkatap.dissect import native
+from kafkatap.dissect.errors import DecodeError
 from kafkatap.dissect.kafka import bodies
+from kafkatap.dissect.kafka import consumer_protocol as cp
 from kafkatap.dissect.kafka.bodies import WANTED, Body, walked
 from kafkatap.dissect.kafka.extract import Found, walk
 from kafkatap.dissect.kafka.messages import Messages

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kafkatap.dissect.kafka.account import Account
 from kafkatap.dissect.kafka.framing import Framer

@@ -18,10 +18,10 @@ The contract with the dissector:
     Batch.timestamp_type: 0 CreateTime, 1 LogAppendTime, -1 magic 0.  Batch.raw() -> the batch's wire bytes.
     Batch keeps a reference to `data` (no copy), so holding batches holds the buffer.
 
-Splitting reads headers only (one header read and one crc32c per batch, in C when the compiled core runs); magic 2 records are decoded when
-records() is called. Legacy messages are the exception: each is one record, decoded at split time, and compressed
-wrappers are decompressed then so that record_count and base_offset are real numbers (legacy data is rare and
-small). A wrapper that cannot be decoded has record_count None and records() raises the reason.
+Splitting reads headers only (one header read and one crc32c per batch, in C when the compiled core runs); magic 2
+records are decoded when records() is called. Legacy messages are the exception: each is one record, decoded at split
+time, and compressed wrappers are decompressed then so that record_count and base_offset are real numbers (legacy data
+is rare and small). A wrapper that cannot be decoded has record_count None and records() raises the reason.
 """
 
 from __future__ import annotations

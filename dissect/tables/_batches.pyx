@@ -29,7 +29,8 @@ def batch_rows(tuple head, list batches, tuple tail, problem):
     cdef tuple row
     cdef long attributes
     for batch in batches:
-        if not isinstance(batch, tuple) or len(batch) != 17 or <long> (<object> PySequence_Fast_GET_ITEM(batch, 9)) & 0x20:
+        if (not isinstance(batch, tuple) or len(batch) != 17
+                or <long> (<object> PySequence_Fast_GET_ITEM(batch, 9)) & 0x20):
             return reference.batch_rows(head, batches, tail, problem)
     compression = reference.COMPRESSION
     out = []

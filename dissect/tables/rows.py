@@ -10,7 +10,6 @@ from functools import partial
 from typing import Any
 
 from kafkatap.dissect import native
-
 from kafkatap.dissect.anomalies import KINDS
 from kafkatap.dissect.kafka import share
 from kafkatap.dissect.kafka.bodies import Body
@@ -56,7 +55,7 @@ class Rows:
         for topic, topic_id, partition, batches in req.produce:
             err, assigned = results.get((topic_id if topic_id is not None else topic, partition), (None, None))
             self.batches.extend(self.batch_rows(head + (topic, topic_id, partition), batches,
-                                              (None, None, assigned, err), problem))
+                                                (None, None, assigned, err), problem))
 
     def response_only(self, st: ConnState, ts: int, size: int, correlation_id: int) -> None:
         """A response whose request the capture does not hold: its api is unknown, so it stays undecoded."""

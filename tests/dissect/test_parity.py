@@ -1,8 +1,8 @@
 """The compiled dissector core against the pure-Python reference on bad input: every kind of fault the fault tests
 inject (reordered, duplicated and dropped segments, a capture starting mid-stream, noise and TLS on the Kafka port,
-absurd length prefixes, cut files) and a seeded corpus of Kafka-level mutations, dissected both ways (every other
-one with the records/ table and payloads) must give identical tables and summaries. tests/dissect/packets/test_compiled.py does the same
-for the samples and damaged capture files."""
+absurd length prefixes, cut files) and a seeded corpus of Kafka-level mutations, dissected both ways (every other one
+with the records/ table and payloads) must give identical tables and summaries.
+tests/dissect/packets/test_compiled.py does the same for the samples and damaged capture files."""
 
 from __future__ import annotations
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import random
 import struct
-from pathlib import Path
 from typing import Any
 
 import pytest

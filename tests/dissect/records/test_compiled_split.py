@@ -20,7 +20,9 @@ GOLDEN = [p.read_bytes() for p in sorted((paths.DATA / "records").glob("*.bin"))
 def outcome(split_batches, data: bytes) -> tuple:
     batches, partial, error = split_batches(data)
     rows = [tuple(b[:15]) + (b.data is data, repr(b.inner)) for b in batches]
-    return rows, partial, (type(error), error.reason, error.offset, str(error)) if isinstance(error, DecodeError) else error
+    if isinstance(error, DecodeError):
+        error = (error.reason, error.offset, str(error))
+    return rows, partial, error
 
 
 def test_golden_batches_and_damaged_copies() -> None:
