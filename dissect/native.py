@@ -47,7 +47,10 @@ def missing() -> dict[str, str]:
 def built() -> bool:
     """Whether every compiled module is installed. Found, not imported: importing them here would import the
     packages that load them (and read their names) before those packages exist."""
-    return all(importlib.util.find_spec(name) is not None for name in EXTENSIONS)
+    try:
+        return all(importlib.util.find_spec(name) is not None for name in EXTENSIONS)
+    except ImportError:  # an import hook, or a parent package, that refuses
+        return False
 
 
 def _decide() -> bool:

@@ -15,7 +15,7 @@ from typing import BinaryIO, Iterator, NamedTuple
 import numpy as np
 
 from kafkatap.dissect import native
-from kafkatap.dissect.packets.pcap import CHUNK_SIZE, MAX_FRAME, Anomaly, CaptureFormatError, Chunk
+from kafkatap.dissect.packets.pcap import CHUNK_SIZE, MAX_FRAME, Anomaly, CaptureFormatError, Chunk, read_on
 
 _records = native.extension("kafkatap.dissect.packets._records")
 
@@ -93,8 +93,7 @@ class PcapngReader:
         index = 0
         need = self._chunk_size
         while True:
-            data = self._f.read(need)
-            buf = buf + data if buf else data
+            buf, more = read_on(self._f, buf, need)
             n = len(buf)
             hdr, epb = struct.Struct(endian + "II").unpack_from, struct.Struct(endian + "IIIII").unpack_from
             off = 0
@@ -159,7 +158,7 @@ class PcapngReader:
             if stop:
                 file_pos = self._size
                 break
-            if not data or (off + 12 <= n and file_pos - off + end > self._size):
+            if not more or (off + 12 <= n and file_pos - off + end > self._size):
                 break
             need = max(self._chunk_size, end - n)
         left = self._size - file_pos

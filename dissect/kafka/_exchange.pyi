@@ -1,0 +1,8 @@
+"""Stub of the compiled fast paths of Exchange.request and Exchange.response (_exchange.pyx)."""
+
+from kafkatap.dissect.kafka.exchange import Exchange
+from kafkatap.dissect.kafka.state import ConnState
+from kafkatap.dissect.streams.reassembly import Where
+
+def request(exchange: Exchange, st: ConnState, ts: int, offset: int, payload: bytes, where: Where) -> None: ...
+def response(exchange: Exchange, st: ConnState, ts: int, offset: int, payload: bytes, where: Where) -> None: ...

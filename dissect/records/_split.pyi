@@ -1,0 +1,7 @@
+"""Stub of the compiled twin of split.split_batches (_split.pyx)."""
+
+from kafkatap.dissect.errors import DecodeError
+from kafkatap.dissect.records.batch import Batch
+
+def split_batches(data: bytes | bytearray | memoryview,
+                  max_decompressed: int = ...) -> tuple[list[Batch], int, DecodeError | None]: ...
