@@ -47,6 +47,9 @@ class Sync(Protocol):
     def check(self, buf: bytes | bytearray, pos: int) -> int:
         """YES, NO or MORE for a frame starting at buf[pos] (size prefix included)."""
 
+    def check_start(self, buf: bytes | bytearray, pos: int) -> int:
+        """YES, NO or MORE for the first frame of a stream that starts on a frame boundary (a Framer's `anchored`)."""
+
     def scan(self, buf: bytes | bytearray, pos: int) -> int:
         """The next position >= pos worth a `check`, or -1 if there is none in buf."""
 
@@ -54,15 +57,19 @@ class Sync(Protocol):
 class Framer:
     """One direction of one connection. `feed` appends data and returns the complete frames it found."""
 
-    __slots__ = ("sync", "on_skip", "buf", "buf_ts", "offset", "synced", "skip", "skip_reason", "need")
+    __slots__ = ("sync", "on_skip", "buf", "buf_ts", "offset", "synced", "anchored", "skip", "skip_reason", "need")
 
-    def __init__(self, sync: Sync, on_skip: SkipHandler, *, synced: bool = False) -> None:
+    def __init__(self, sync: Sync, on_skip: SkipHandler, *, synced: bool = False, anchored: bool = False) -> None:
+        """synced: the stream starts on a frame boundary and any frame may come first (a response stream after a
+        SYN). anchored: it starts on a frame boundary, and its first frame needs only `sync.check_start` (a
+        request stream after a SYN: the header must look like a request, its api need not be known)."""
         self.sync = sync
         self.on_skip = on_skip
         self.buf = bytearray()
         self.buf_ts = 0
         self.offset = 0  # stream offset of buf[0], or of the next byte when buf is empty
         self.synced = synced
+        self.anchored = anchored
         self.skip = 0  # bytes still to drop by count (an oversize frame, or the rest of a frame hit by a gap)
         self.skip_reason = ""
         self.need = 0  # buffered bytes needed before parsing can make progress
@@ -141,6 +148,14 @@ class Framer:
         """Scan for a plausible frame; bytes from start to it are reported as `resync`. Sets `synced` when found."""
         pos = max(start, scan_from)
         end = len(buf)
+        if self.anchored and self.offset + pos == 0:
+            verdict = self.sync.check_start(buf, pos)
+            if verdict == MORE and not final:
+                return pos
+            self.anchored = False
+            if verdict == YES:
+                self.synced = True
+                return pos
         while True:
             cand = self.sync.scan(buf, pos)
             if cand < 0:

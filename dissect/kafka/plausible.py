@@ -32,14 +32,18 @@ _REQUEST_CANDIDATE = re.compile(rb"(?=[\x00-\x06].{3}\x00[\x00-\x7f]\x00[\x00-\x
 
 
 def request_check(buf: bytes | bytearray, pos: int, last_correlation_id: int | None = None, *,
-                  body: bool = True) -> int:
+                  body: bool = True, known: bool = True) -> int:
     """YES / NO / MORE: does buf[pos:] start with a plausible request (size prefix included)?
 
-    body=False checks the header only (enough at a SYN-anchored stream start; needed for frames over MAX_FRAME)."""
+    body=False checks the header only (needed for frames over MAX_FRAME). known=False also accepts an api key or
+    version the schemas lack: only where a frame must start (a stream's first byte after its SYN), so that a newer
+    client's request is reported as such instead of being skipped."""
     if len(buf) - pos < 14:
         return MORE
     size, api_key, api_version, correlation_id, client_id_len = _REQUEST_HEAD(buf, pos)
-    if size < 8 or correlation_id < 0 or not is_known(api_key, api_version):
+    if size < 8 or correlation_id < 0 or api_key < 0 or api_version < 0:
+        return NO
+    if known and not is_known(api_key, api_version):
         return NO
     if last_correlation_id is not None and not 0 < correlation_id - last_correlation_id < 1 << 20:
         return NO
@@ -92,6 +96,10 @@ class RequestSync:
     def check(self, buf: bytes | bytearray, pos: int) -> int:
         return request_check(buf, pos, self.last_correlation_id)
 
+    def check_start(self, buf: bytes | bytearray, pos: int) -> int:
+        """At a stream's first byte after its SYN a frame must start: a request-shaped header is enough."""
+        return request_check(buf, pos, body=False, known=False)
+
     def scan(self, buf: bytes | bytearray, pos: int) -> int:
         m = _REQUEST_CANDIDATE.search(buf, pos)
         return m.start() if m else -1
@@ -127,6 +135,10 @@ class ResponseSync:
         except DecodeError:
             return NO
         return YES if size - TRAILING_SLACK <= end <= size else NO
+
+    def check_start(self, buf: bytes | bytearray, pos: int) -> int:
+        """A response stream is never anchored (after a SYN its framer starts synced): the same as `check`."""
+        return self.check(buf, pos)
 
     def scan(self, buf: bytes | bytearray, pos: int) -> int:
         best = -1

@@ -109,7 +109,7 @@ class Sink:
             st.skips = (Skips(self.out, st.conn_id, st.account, REQUEST),
                         Skips(self.out, st.conn_id, st.account, RESPONSE))
             st.framers = [None, None]
-            st.framers[client] = Framer(st.req_sync, st.skips[REQUEST].on_skip)
+            st.framers[client] = Framer(st.req_sync, st.skips[REQUEST].on_skip, anchored=conn.syn_seen)
             # After a SYN the broker's stream starts on a frame boundary; without one, wait for an awaited response.
             st.framers[1 - client] = Framer(st.resp_sync, st.skips[RESPONSE].on_skip, synced=conn.syn_seen)
         for side, ts, data, where in probe:
