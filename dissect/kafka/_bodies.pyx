@@ -383,7 +383,7 @@ cdef int _value(Pass p, int kind, bint nullable, bint flexible, int bytes_as, Py
         pos[0] += 16
         p.put_char(b'"')
         start = p.n
-        _base64(p, b, 16, _B64URL, False)
+        _base64(p, b, 16, _B64URL)
         p.n = start + 22  # Kafka's Uuid.toString(): unpadded, 22 characters
         p.put_char(b'"')
         if keep:
@@ -416,7 +416,7 @@ cdef int _value(Pass p, int kind, bint nullable, bint flexible, int bytes_as, Py
         p.put_char(b"}")
     else:
         p.put(b'{"$bytes": "', 12)
-        _base64(p, b, n, _B64, True)
+        _base64(p, b, n, _B64)
         p.put(b'"}', 2)
     if keep:
         p.value = PyBytes_FromStringAndSize(<const char*> b, n)
@@ -481,7 +481,8 @@ cdef int _int(Pass p, int64_t v) except -1:
     return p.put(digits + i, 24 - i)
 
 
-cdef int _base64(Pass p, const uint8_t* b, Py_ssize_t n, const char* alphabet, bint pad) except -1:
+cdef int _base64(Pass p, const uint8_t* b, Py_ssize_t n, const char* alphabet) except -1:
+    """Base64 of b[:n] in `alphabet`, padded with "=" as base64.b64encode writes it."""
     cdef Py_ssize_t i = 0, need = (n + 2) // 3 * 4
     if p.n + need > p.cap:
         p.grow(need)

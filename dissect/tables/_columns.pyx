@@ -10,10 +10,9 @@ pure-Python function, which converts it (or raises) exactly as before.
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.long cimport PyLong_AsLongLong
-from cpython.ref cimport PyObject
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t
-from libc.string cimport memcpy, memset
+from libc.string cimport memcpy
 
 import pyarrow as pa
 
