@@ -8,17 +8,15 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
-import threading
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.support.paths import ROOT
+from tests.support.traffic import send_loop
 
 PORT = 29310
 IS_ROOT = os.geteuid() == 0
@@ -33,25 +31,6 @@ def capture(*args: str, env: dict | None = None, user: str | None = None, timeou
         cmd = ["setpriv", "--reuid", user, "--regid", "nogroup", "--clear-groups", *cmd]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT,
                           env=env or dict(os.environ))
-
-
-def send_loop(port: int, chunks: int, size: int = 1000, pause: float = 0.002) -> threading.Thread:
-    """A TCP connection on 127.0.0.1:port carrying `chunks` writes: traffic for the filter to keep."""
-    srv = socket.create_server(("127.0.0.1", port))
-
-    def run() -> None:
-        with srv:
-            cli = socket.create_connection(("127.0.0.1", port))
-            conn, _ = srv.accept()
-            with cli, conn:
-                for _ in range(chunks):
-                    cli.sendall(b"k" * size)
-                    conn.recv(65536)
-                    time.sleep(pause)
-
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
-    return t
 
 
 @pytest.mark.parametrize("ports", [[""], [","], ["0"], ["70000"], ["kafka"], ["9094-9092"]])

@@ -14,10 +14,8 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -25,6 +23,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.support.paths import ROOT
+from tests.support.traffic import send_loop
 
 pytestmark = [pytest.mark.live, pytest.mark.slow,
               pytest.mark.skipif(os.geteuid() != 0, reason="live captures need capture rights (root here)")]
@@ -67,24 +66,6 @@ def tshark_count(path: Path) -> int:
     return len(done.stdout.split())
 
 
-def echo_traffic(port: int, chunks: int, pause: float) -> threading.Thread:
-    srv = socket.create_server(("127.0.0.1", port))
-
-    def run() -> None:
-        with srv:
-            cli = socket.create_connection(("127.0.0.1", port))
-            conn, _ = srv.accept()
-            with cli, conn:
-                for _ in range(chunks):
-                    cli.sendall(b"r" * 1200)
-                    conn.recv(65536)
-                    time.sleep(pause)
-
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
-    return t
-
-
 @pytest.mark.parametrize("engine,port", [("dumpcap", 29401), ("tcpdump", 29402), ("scapy", 29403)])
 def test_sigterm_flushes_and_counts_match(tmp_path: Path, engine: str, port: int) -> None:
     """Every packet the engine reports is in the files, which all read cleanly after SIGTERM."""
@@ -93,7 +74,7 @@ def test_sigterm_flushes_and_counts_match(tmp_path: Path, engine: str, port: int
     ring = tmp_path / "ring"
     proc = start_capture("-i", "lo", "--port", str(port), "-w", str(ring), "--engine", engine, "--ring-mb", "0.05")
     wait_for_file(ring)
-    echo_traffic(port, 150, 0.005).join(30)
+    send_loop(port, 150, 1200, 0.005, b"r").join(30)
     time.sleep(0.5)
     out, err = stop(proc, signal.SIGTERM)
     assert proc.returncode == 0, err
@@ -110,7 +91,7 @@ def test_ring_keeps_last_k_files(tmp_path: Path) -> None:
     ring, port = tmp_path / "ring", 29404
     proc = start_capture("-i", "lo", "--port", str(port), "-w", str(ring), "--ring-mb", "0.03", "--ring-files", "2")
     wait_for_file(ring)
-    echo_traffic(port, 200, 0.003).join(30)
+    send_loop(port, 200, 1200, 0.003, b"r").join(30)
     time.sleep(0.5)
     out, err = stop(proc)
     assert proc.returncode == 0, err
@@ -129,7 +110,7 @@ def test_dissect_reads_files_the_ring_deleted(tmp_path: Path) -> None:
     proc = start_capture("-i", "lo", "--port", str(port), "-w", str(ring), "--ring-mb", "0.02", "--ring-files", "2",
                          "--dissect", str(out))
     wait_for_file(ring)
-    echo_traffic(port, 200, 0.003).join(30)  # fast: dumpcap opens several files per batch of packets
+    send_loop(port, 200, 1200, 0.003, b"r").join(30)  # fast: dumpcap opens several files per batch of packets
     time.sleep(0.5)
     stdout, stderr = stop(proc)
     assert proc.returncode == 0, stderr
