@@ -69,7 +69,28 @@ def is_pcap(magic: bytes) -> bool:
     return magic[:4] in _MAGICS
 
 
-class PcapReader:
+class CaptureReader:
+    """What the pcap and pcapng readers share: the open file, its size, the chunk size, the anomalies found."""
+
+    def __init__(self, f: BinaryIO, path: str, chunk_size: int) -> None:
+        self.path = path
+        self.anomalies: list[Anomaly] = []
+        self._f = f
+        self._size = os.fstat(f.fileno()).st_size
+        self._chunk_size = chunk_size
+
+    def close(self) -> None:
+        self._f.close()
+
+    def _truncated(self, file_pos: int, index: int, unit: str) -> None:
+        """Report the bytes from file_pos to the end, if any, as a capture cut inside a record or block."""
+        left = self._size - file_pos
+        if left > 0:
+            self.anomalies.append(Anomaly(
+                "truncated_file", f"{left} bytes at the end of the file do not form a whole {unit}", left, index))
+
+
+class PcapReader(CaptureReader):
     """Reads one classic pcap file chunk by chunk; format problems are kept in `anomalies`."""
 
     def __init__(self, f: BinaryIO, path: str, chunk_size: int = CHUNK_SIZE) -> None:
@@ -80,14 +101,7 @@ class PcapReader:
         self.nano = self.frac_div == 1000
         _, _, _, _, self.snaplen, network = struct.unpack(self.endian + "HHiIII", head[4:24])
         self.linktype = network & LINKTYPE_MASK
-        self.path = path
-        self.anomalies: list[Anomaly] = []
-        self._f = f
-        self._size = os.fstat(f.fileno()).st_size
-        self._chunk_size = chunk_size
-
-    def close(self) -> None:
-        self._f.close()
+        super().__init__(f, path, chunk_size)
 
     def chunks(self) -> Iterator[Chunk]:
         hl = self.rec_len
@@ -115,10 +129,7 @@ class PcapReader:
                 file_pos = self._size
                 break
             need = max(self._chunk_size, end - n)
-        left = self._size - file_pos
-        if left > 0:
-            self.anomalies.append(Anomaly(
-                "truncated_file", f"{left} bytes at the end of the file do not form a whole record", left, index))
+        self._truncated(file_pos, index, "record")
 
     def _chunk(self, buf: bytes, o: np.ndarray, index: int, nbytes: int) -> Chunk:
         data = np.frombuffer(buf, np.uint8)

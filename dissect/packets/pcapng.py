@@ -8,14 +8,14 @@ are skipped: they carry no packet bytes.
 
 from __future__ import annotations
 
-import os
 import struct
 from typing import BinaryIO, Iterator, NamedTuple
 
 import numpy as np
 
 from kafkatap.dissect import native
-from kafkatap.dissect.packets.pcap import CHUNK_SIZE, MAX_FRAME, Anomaly, CaptureFormatError, Chunk, read_on
+from kafkatap.dissect.packets.pcap import (CHUNK_SIZE, MAX_FRAME, Anomaly, CaptureFormatError, CaptureReader, Chunk,
+                                           read_on)
 
 _records = native.extension("kafkatap.dissect.packets._records")
 
@@ -67,7 +67,7 @@ def to_us(ts: np.ndarray, iface: Interface) -> np.ndarray:
     return us.astype(np.int64) + iface.tsoffset * 1_000_000
 
 
-class PcapngReader:
+class PcapngReader(CaptureReader):
     """Reads one pcapng file chunk by chunk; format problems are kept in `anomalies`."""
 
     def __init__(self, f: BinaryIO, path: str, chunk_size: int = CHUNK_SIZE) -> None:
@@ -75,15 +75,8 @@ class PcapngReader:
         if len(head) < 12 or not is_pcapng(head) or head[8:12] not in _BOM:
             raise CaptureFormatError(f"{path}: not a pcapng file (first block {head[:4].hex() or 'missing'})")
         f.seek(0)
-        self.path = path
-        self.anomalies: list[Anomaly] = []
+        super().__init__(f, path, chunk_size)
         self.interfaces: list[Interface] = []  # every interface of every section, in file order
-        self._f = f
-        self._size = os.fstat(f.fileno()).st_size
-        self._chunk_size = chunk_size
-
-    def close(self) -> None:
-        self._f.close()
 
     def chunks(self) -> Iterator[Chunk]:
         endian = "<"
@@ -161,10 +154,7 @@ class PcapngReader:
             if not more or (off + 12 <= n and file_pos - off + end > self._size):
                 break
             need = max(self._chunk_size, end - n)
-        left = self._size - file_pos
-        if left > 0:
-            self.anomalies.append(Anomaly(
-                "truncated_file", f"{left} bytes at the end of the file do not form a whole block", left, index))
+        self._truncated(file_pos, index, "block")
 
     def _corrupt(self, at: int, what: str, index: int) -> bool:
         left = self._size - at
