@@ -10,9 +10,7 @@ from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 from kafkatap.dissect.records import _split
 from kafkatap.dissect.tables import _batches
 from kafkatap.dissect.tables import rows as reference  # its names are looked up at call time: it imports this module
-from kafkatap.dissect.tables.writer import ROW_GROUP_BYTES, ROW_GROUP_ROWS
 
-cdef Py_ssize_t _ROW_GROUP_BYTES = ROW_GROUP_BYTES, _ROW_GROUP_ROWS = ROW_GROUP_ROWS
 cdef dict _NAMES = {key: row[0] for key, row in APIS.items()}
 cdef tuple _NONE = (None,) * 11
 cdef int _PRODUCE = ApiKey.PRODUCE, _FETCH = ApiKey.FETCH
@@ -100,22 +98,13 @@ def frame(rows, st, req, resp, where, unpaired=False):
     else:
         topics = tuple(dict.fromkeys(qfound.topics + rfound.topics)) or None
     request_json, response_json = qbody.json, rbody.json
-    _add(rows.frames, (
+    rows.frames.add((
         st.conn_id, st.client_addr, st.broker_addr, req.ts, resp_ts, resp_ts - req.ts, api_key, name,
         req.api_version, req.correlation_id, req.client_id, req.size, resp.size, code,
         error_name(code) if code is not None else None, "ok",
     ) + (reference._entities(qf, rf) if qf or len(rf) > ("throttle_time_ms" in rf) + ("error_code" in rf)
          else _NONE) + (topics, rf.get("throttle_time_ms"), None, request_json, response_json),
         len(request_json) + len(response_json))
-
-
-cdef _add(writer, tuple row, Py_ssize_t nbytes):
-    """TableWriter.add without its Python frame (one per frames row)."""
-    rows = writer.rows
-    rows.append(row)
-    writer.pending_bytes += nbytes
-    if writer.pending_bytes >= _ROW_GROUP_BYTES or len(rows) >= _ROW_GROUP_ROWS:
-        writer.flush()
 
 
 cdef bint _control(list produce):
