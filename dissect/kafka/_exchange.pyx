@@ -15,7 +15,7 @@ from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int16_t, int32_t, uint8_t, uint32_t
 
 from kafkatap.dissect.errors import DecodeError
-from kafkatap.dissect.kafka import _bodies
+from kafkatap.dissect.kafka import _bodies, bodies
 from kafkatap.dissect.kafka.pairing import MAX_IN_FLIGHT
 from kafkatap.dissect.kafka.state import REQUEST, RESPONSE, Request, Response
 from kafkatap.dissect.protocol import registry
@@ -26,6 +26,7 @@ cdef dict _HEADER_VERSIONS = {key: version for key, version in registry.REQUEST_
 cdef object _read_request = _bodies.read_request
 cdef object _read_response = _bodies.read_response
 cdef object _Request = Request, _Response = Response
+cdef frozenset _DICT_APIS = frozenset(bodies.DICT_APIS)
 cdef int _PRODUCE = ApiKey.PRODUCE, _SASL_HANDSHAKE = ApiKey.SASL_HANDSHAKE
 cdef Py_ssize_t _MAX_IN_FLIGHT = MAX_IN_FLIGHT
 
@@ -43,7 +44,7 @@ def request(exchange, st, ts, offset, bytes payload, where):
         return exchange.request(st, ts, offset, payload, where)
     api_key, api_version, correlation_id = <int16_t> (b[0] << 8 | b[1]), <int16_t> (b[2] << 8 | b[3]), _i32(b + 4)
     version = _HEADER_VERSIONS.get((api_key, api_version))
-    if version is None or version == 0:
+    if version is None or version == 0 or api_key in _DICT_APIS:  # the method reads those (once, with their dicts)
         return exchange.request(st, ts, offset, payload, where)
     length = <int16_t> (b[8] << 8 | b[9])
     pos = 10
@@ -66,7 +67,7 @@ def request(exchange, st, ts, offset, bytes payload, where):
         body = _read_request(api_key, api_version, payload, pos)
     except DecodeError:
         return exchange.request(st, ts, offset, payload, where)
-    if body.json is None or body.end != n or (api_key == _PRODUCE and body.top.get("acks") == 0):
+    if body.end != n or (api_key == _PRODUCE and body.top.get("acks") == 0):
         return exchange.request(st, ts, offset, payload, where)
     size = n + 4
     st.req_sync.last_correlation_id = correlation_id
@@ -100,13 +101,13 @@ def response(exchange, st, ts, offset, bytes payload, where):
     if not PyDict_Next(pending, &i, &first, &value) or <object> first != correlation_id:
         return exchange.response(st, ts, offset, payload, where)  # not the oldest request's answer
     req = <object> value
-    if not req.known:
+    if not req.known or req.api_key in _DICT_APIS:
         return exchange.response(st, ts, offset, payload, where)
     try:
         body = _read_response(req.api_key, req.api_version, payload)
     except DecodeError:
         return exchange.response(st, ts, offset, payload, where)
-    if body.json is None or body.end != n:
+    if body.end != n:
         return exchange.response(st, ts, offset, payload, where)
     del pending[correlation_id]
     size = n + 4
