@@ -10,24 +10,21 @@ import argparse
 import os
 import sys
 
+from kafkatap import errors
+
 from kafkatap.capture.bpf import PortError, build_filter, parse_ports
 from kafkatap.capture.engines import ENGINES, PREFIX, EngineMissing, Spec, choose, classify
 from kafkatap.capture.ring import HOLD_DIR
 from kafkatap.capture.session import EngineStartError, Outcome, Session
 from kafkatap.capture.status import human_bytes
+from kafkatap.errors import CommandError, UsageError
 
 SYS_NET = "/sys/class/net"
 LISTED_FILES = 12  # the summary names the first and last files of longer runs
 
 
-class CaptureError(Exception):
-    def __init__(self, message: str, code: int = 1) -> None:
-        super().__init__(message)
-        self.code = code
-
-
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="kafkatap capture", description=__doc__.split("\n")[0],
+def parser() -> errors.ArgumentParser:
+    p = errors.ArgumentParser(prog="kafkatap capture", description=__doc__.split("\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("-i", "--interface", required=True, help="interface to capture on (lo, eth0, any)")
     p.add_argument("--port", action="append", default=[], metavar="PORT",
@@ -51,13 +48,11 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(sys.argv[1:] if argv is None else argv)
+@errors.command("capture")
+def main(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
     try:
         return run(args)
-    except CaptureError as exc:
-        print(f"kafkatap capture: {exc}", file=sys.stderr)
-        return exc.code
     except KeyboardInterrupt:
         print("kafkatap capture: interrupted twice: the engine was stopped and its files are complete; "
               "any --dissect output is incomplete (run `kafkatap dissect` on the files)", file=sys.stderr)
@@ -71,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         engine, binary, note = choose(args.engine)
     except EngineMissing as exc:
-        raise CaptureError(str(exc)) from None
+        raise CommandError(str(exc)) from None
     if note:
         print(f"kafkatap capture: {note}", file=sys.stderr)
     dissect = _dissector(args, ports) if args.dissect else None
@@ -83,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     except EngineStartError as exc:
         if created:
             _remove_empty(args.write_dir)
-        raise CaptureError(str(exc)) from None
+        raise CommandError(str(exc)) from None
     failure = failure_message(outcome, args.interface, engine)
     if failure and not outcome.ring.files:  # it never captured: no summary, no directory left behind
         if created:
@@ -101,36 +96,36 @@ def _ports(args: argparse.Namespace) -> list[int]:
     try:
         ports = parse_ports(args.port) if args.port else [] if args.bootstrap else [9092]
     except PortError as exc:
-        raise CaptureError(f"--port: {exc}", 2) from None
+        raise UsageError(f"--port: {exc}") from None
     for bootstrap in args.bootstrap:
         from kafkatap.capture.discovery import DiscoveryError, discover, parse_hostport
 
         try:
             parse_hostport(bootstrap)
         except DiscoveryError as exc:
-            raise CaptureError(str(exc), 2) from None
+            raise UsageError(str(exc)) from None
         try:
             brokers = discover(bootstrap)
         except DiscoveryError as exc:
-            raise CaptureError(str(exc)) from None
+            raise CommandError(str(exc)) from None
         for node_id, host, port in brokers:
             print(f"kafkatap capture: broker {node_id} advertises {host}:{port}", file=sys.stderr)
         ports = sorted(set(ports) | {port for _, _, port in brokers})
     if not ports:
-        raise CaptureError("the bootstrap brokers advertised no broker: nothing to capture")
+        raise CommandError("the bootstrap brokers advertised no broker: nothing to capture")
     return ports
 
 
 def check_options(args: argparse.Namespace) -> None:
     for name in ("duration", "packets", "ring_mb", "ring_files", "snaplen"):
         if getattr(args, name) < 0:
-            raise CaptureError(f"--{name.replace('_', '-')} cannot be negative", 2)
+            raise UsageError(f"--{name.replace('_', '-')} cannot be negative")
     if args.ring_mb == 0:
-        raise CaptureError("--ring-mb must be more than 0", 2)
+        raise UsageError("--ring-mb must be more than 0")
     if args.payloads and not args.records:
-        raise CaptureError("--payloads needs --records", 2)
+        raise UsageError("--payloads needs --records")
     if (args.records or args.payloads) and not args.dissect:
-        raise CaptureError("--records and --payloads need --dissect OUT", 2)
+        raise UsageError("--records and --payloads need --dissect OUT")
 
 
 def interfaces() -> list[str] | None:
@@ -145,8 +140,8 @@ def check_interface(name: str) -> None:
     names = interfaces()
     if names is None or name in names or name == "any":
         return
-    raise CaptureError(f"no interface named {name!r}; this machine has: {', '.join(names)} "
-                       "(and 'any' for all of them)", 2)
+    raise UsageError(f"no interface named {name!r}; this machine has: {', '.join(names)} "
+                     "(and 'any' for all of them)")
 
 
 def prepare_dir(path: str) -> bool:
@@ -155,13 +150,13 @@ def prepare_dir(path: str) -> bool:
     try:
         os.makedirs(path, exist_ok=True)
     except OSError as exc:
-        raise CaptureError(f"cannot create {path}: {exc.strerror}", 2) from None
+        raise UsageError(f"cannot create {path}: {exc.strerror}") from None
     if not os.access(path, os.W_OK | os.X_OK):
-        raise CaptureError(f"cannot write to {path}: choose a directory this user can write", 2)
+        raise UsageError(f"cannot write to {path}: choose a directory this user can write")
     earlier = sorted(n for n in os.listdir(path) if n.startswith((PREFIX + "_", PREFIX + ".pcap", HOLD_DIR)))
     if earlier:
-        raise CaptureError(f"{path} already holds capture files of an earlier run ({earlier[0]}, ...): "
-                           "choose an empty directory so no file is overwritten", 2)
+        raise UsageError(f"{path} already holds capture files of an earlier run ({earlier[0]}, ...): "
+                         "choose an empty directory so no file is overwritten")
     return created
 
 
@@ -176,10 +171,10 @@ def _dissector(args: argparse.Namespace, ports: list[int]):
     try:
         from kafkatap.dissect.run import dissect_captures
     except ImportError as exc:
-        raise CaptureError(f"--dissect needs the dissector (dissect.run), which cannot be imported: {exc}") from None
+        raise CommandError(f"--dissect needs the dissector (dissect.run), which cannot be imported: {exc}") from None
     out = args.dissect
     if os.path.exists(out) and os.listdir(out):
-        raise CaptureError(f"--dissect {out} is not empty: choose a new directory for the Parquet output", 2)
+        raise UsageError(f"--dissect {out} is not empty: choose a new directory for the Parquet output")
 
     def dissect(paths, on_progress) -> dict:
         return dissect_captures(paths, out, ports=ports, records=args.records, payloads=args.payloads, ordered=True,

@@ -18,34 +18,39 @@ import gc
 import json
 import multiprocessing
 import os
+import signal
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor, wait
 from contextlib import contextmanager
 from pathlib import Path
+from threading import Event
 from typing import Any
 
 from kafkatap.dissect.kafka.sink import Sink
 from kafkatap.dissect.kafka.topics import TopicNames
 from kafkatap.dissect.streams.driver import run_streams
+from kafkatap.dissect.tables import publish
 from kafkatap.dissect.tables import summary as summary_mod
 from kafkatap.dissect.tables.rows import Rows
 from kafkatap.dissect.tables.schema import TABLES
 from kafkatap.dissect.tables.topic_rewrite import rewrite, rewrite_streamed
-from kafkatap.dissect.tables.writer import Output, clear, part_name
+from kafkatap.dissect.tables.writer import Output, part_name
 
 PUBLISH_EVERY = 5.0
 """Seconds between two publications of a streamed run's Parquet: fresh enough to follow a capture, and few
 enough files that a day-long capture does not drown its readers in small files."""
 
 _progress_counter: Any = None  # shared input-byte counter of worker 0, when a progress bar is shown
+_stop_event: Any = None  # a worker's view of the run's stop request
 
 OnProgress = Callable[[int, int], None]
 
 
 def dissect_captures(paths: Iterable[str], out_dir: str, *, ports: Iterable[int] = (9092,), records: bool = False,
                      payloads: bool = False, progress: bool = False, workers: int = 1, ordered: bool = False,
-                     publish_every: float = PUBLISH_EVERY, on_progress: OnProgress | None = None) -> dict:
+                     publish_every: float = PUBLISH_EVERY, on_progress: OnProgress | None = None,
+                     stop: Event | None = None) -> dict:
     """Dissect the capture files (one capture) into out_dir; returns the summary.json content.
 
     Tables: frames/, batches/, share/, anomalies/, and records/ with records=True (key/value bytes only with
@@ -55,13 +60,25 @@ def dissect_captures(paths: Iterable[str], out_dir: str, *, ports: Iterable[int]
     each dissected as it comes, and the Parquet written so far is published (closed and named) at the first file
     boundary every publish_every seconds. on_progress(messages, nbytes) is called as the run goes with the Kafka
     messages dissected and the capture bytes read so far. Streamed runs and on_progress need workers=1.
+    Once `stop` is set the run ends within a chunk, as if the input ended there, and publishes what it read
+    (summary `interrupted`). out_dir appears whole when the run ends (publish.py): an earlier output there is
+    replaced, a failed run leaves it as it was; a streamed run writes in out_dir as it goes.
     """
     if (ordered or on_progress is not None) and workers > 1:
         raise ValueError("a streamed run (ordered=True) and on_progress need workers=1")
     out = Path(out_dir)
-    tables = {name: schema for name, schema in TABLES.items() if records or name != "records"}
-    out.mkdir(parents=True, exist_ok=True)
-    clear(out, tables)
+    if ordered:
+        publish.replace_in_place(out)
+        return _dissect(paths, out, ports, records, payloads, progress, workers, ordered, publish_every, on_progress,
+                        stop)
+    with publish.staged(out) as staging:
+        return _dissect(paths, staging, ports, records, payloads, progress, workers, ordered, publish_every,
+                        on_progress, stop)
+
+
+def _dissect(paths: Iterable[str], out: Path, ports: Iterable[int], records: bool, payloads: bool, progress: bool,
+             workers: int, ordered: bool, publish_every: float, on_progress: OnProgress | None,
+             stop: Event | None) -> dict:
     seen: list[str] = []  # the files, as they come
     if ordered:
         total = None
@@ -74,9 +91,10 @@ def dissect_captures(paths: Iterable[str], out_dir: str, *, ports: Iterable[int]
     args = (files, str(out), sorted(set(ports)), records, payloads)
     with _progress_bar(total, progress) as bar:
         if n == 1:
-            parts = [_dissect_part(*args, 0, 1, bar, ordered, publish_every, on_progress)]
+            parts = [_dissect_part(*args, 0, 1, bar, ordered, publish_every, on_progress,
+                                   stop.is_set if stop is not None else None)]
         else:
-            parts = _run_workers(args, n, bar)
+            parts = _run_workers(args, n, bar, stop)
     names: dict[str, str] = {}
     for part in parts:
         names.update(part["names"])
@@ -94,7 +112,8 @@ def dissect_captures(paths: Iterable[str], out_dir: str, *, ports: Iterable[int]
 
 def _dissect_part(paths: Iterable[str], out_dir: str, ports: list[int], records: bool, payloads: bool, part: int,
                   parts: int, progress: Callable[[int], None] | None = None, ordered: bool = False,
-                  publish_every: float = PUBLISH_EVERY, on_progress: OnProgress | None = None) -> dict:
+                  publish_every: float = PUBLISH_EVERY, on_progress: OnProgress | None = None,
+                  stop: Callable[[], bool] | None = None) -> dict:
     """One worker: the connections hashing to `part`; returns what the summary and the topic rewrite need."""
     tables = {name: schema for name, schema in TABLES.items() if records or name != "records"}
     out = Output(out_dir, tables, part)
@@ -103,15 +122,19 @@ def _dissect_part(paths: Iterable[str], out_dir: str, ports: list[int], records:
     sink = Sink(rows, topics, set(ports), part=(part, parts))
     if progress is None and part == 0 and _progress_counter is not None:
         progress = _count_progress
+    if stop is None and _stop_event is not None:
+        stop = _stop_event.is_set
     if on_progress is not None:
         progress = _reporting(rows, on_progress, progress)
     if ordered:
         paths = _publishing(paths, out, publish_every)
     try:
         with _few_collections():
-            stats = run_streams(paths, sink, progress=progress, ordered=ordered, part=(part, parts))
-    finally:
-        written = out.close()
+            stats = run_streams(paths, sink, progress=progress, ordered=ordered, part=(part, parts), stop=stop)
+    except BaseException:
+        out.abort()
+        raise
+    written = out.close()
     return {"stats": stats, "with_payload": sink.with_payload, "rows": written, "out_of_range": out.out_of_range(),
             "connections": sink.connections, "messages": rows.messages, "statuses": rows.statuses,
             "anomalies": rows.anomaly_counts, "streams": sink.streams, "warnings": sink.warnings, "names": topics.names,
@@ -168,23 +191,33 @@ def _count_progress(n: int) -> None:
         _progress_counter.value += n
 
 
-def _init_worker(counter: Any) -> None:
-    global _progress_counter
-    _progress_counter = counter
+def _init_worker(counter: Any, stop: Any) -> None:
+    """Workers ignore Ctrl-C (the terminal sends it to them too): the parent decides, and tells them through
+    `stop`, so each closes its files cleanly."""
+    global _progress_counter, _stop_event
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _progress_counter, _stop_event = counter, stop
 
 
-def _run_workers(args: tuple, n: int, bar: Callable[[int], None] | None) -> list[dict]:
-    """Run n workers in fresh (spawned) processes; while they run, feed worker 0's progress to the bar."""
+def _run_workers(args: tuple, n: int, bar: Callable[[int], None] | None, stop: Event | None) -> list[dict]:
+    """Run n workers in fresh (spawned) processes; while they run, feed worker 0's progress to the bar and pass on
+    a stop request (the run's own, or a worker's failure: the others then stop too instead of running on)."""
     ctx = multiprocessing.get_context("spawn")
-    counter = ctx.Value("q", 0)
-    with ProcessPoolExecutor(n, mp_context=ctx, initializer=_init_worker, initargs=(counter,)) as pool:
+    counter, shared_stop = ctx.Value("q", 0), ctx.Event()
+    with ProcessPoolExecutor(n, mp_context=ctx, initializer=_init_worker, initargs=(counter, shared_stop)) as pool:
         futures = [pool.submit(_dissect_part, *args, k, n) for k in range(n)]
         seen = 0
-        while wait(futures, timeout=0.2).not_done:
-            if bar is not None:
-                now = counter.value
-                bar(now - seen)
-                seen = now
+        try:
+            while (state := wait(futures, timeout=0.2)).not_done:
+                if (stop is not None and stop.is_set()) or any(f.exception() for f in state.done):
+                    shared_stop.set()
+                if bar is not None:
+                    now = counter.value
+                    bar(now - seen)
+                    seen = now
+        except BaseException:
+            shared_stop.set()
+            raise
         return [f.result() for f in futures]
 
 

@@ -2,22 +2,24 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
 
+from kafkatap import errors
 
-def main(argv: list[str] | None = None) -> int:
+
+@errors.command("samples")
+def main(argv: list[str]) -> int:
     from kafkatap.samples.workloads import NAMES
 
-    parser = argparse.ArgumentParser(prog="kafkatap samples", description=__doc__)
+    parser = errors.ArgumentParser(prog="kafkatap samples", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     mk = sub.add_parser("make", help="run workloads under capture and write <name>.pcapng + <name>.truth.json")
     mk.add_argument("names", nargs="*", metavar="NAME", help=f"samples to make (default: all): {', '.join(NAMES)}")
     mk.add_argument("-o", "--out", type=Path, default=Path(__file__).parent, help="output directory")
     sub.add_parser("list", help="list the samples and their files")
-    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    args = parser.parse_args(argv)
 
     if args.command == "list":
         from kafkatap.samples import SAMPLE_DIR
@@ -30,7 +32,11 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [n for n in args.names if n not in NAMES]
     if unknown:
         parser.error(f"unknown sample(s) {unknown}; known: {', '.join(NAMES)}")
-    from kafkatap.samples.make import make
+    try:
+        from kafkatap.samples.make import make
+    except ImportError as exc:
+        raise errors.CommandError(f"making samples needs real Kafka clients and a broker ({exc.name} is missing): "
+                                  "pip install 'kafkatap[samples]'") from None
 
     failed = []
     for name in args.names or NAMES:

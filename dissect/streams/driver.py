@@ -42,11 +42,14 @@ class PacketStats:
     anomalies: dict[str, int] = field(default_factory=dict)  # kind -> occurrences
     anomaly_bytes: dict[str, int] = field(default_factory=dict)  # kind -> bytes they cost
     skipped_bytes: dict[str, int] = field(default_factory=dict)  # reason -> bytes not delivered as stream data
+    interrupted: bool = False  # stop() asked the run to end before the input did
+    files_unread: list[str] = field(default_factory=list)  # files an interrupted run did not reach
+    unreadable_files: dict[str, str] = field(default_factory=dict)  # path -> why it is not a capture it could read
 
 
 def run_streams(paths: Iterable[str], sink: StreamSink, *, progress: Callable[[int], None] | None = None,
                 ordered: bool = False, chunk_size: int = CHUNK_SIZE, part: tuple[int, int] = (0, 1),
-                **limits: int) -> PacketStats:
+                stop: Callable[[], bool] | None = None, **limits: int) -> PacketStats:
     """Reassemble every TCP connection of the capture files (one capture, in order of their first packet).
 
     ordered=True: the files come already in time order, possibly one at a time from a live capture's ring, so
@@ -55,14 +58,21 @@ def run_streams(paths: Iterable[str], sink: StreamSink, *, progress: Callable[[i
     progress(n) is called after each chunk with the number of file bytes consumed since the previous call.
     part=(k, n): worker k of n; the segments of connections another worker owns (workers.owner) are dropped as soon
     as their headers are parsed, except the few that take the slow path (IP fragments): the sink drops those.
+    stop() is asked after every chunk: once it says True the run ends as if the input ended there (open
+    connections are finished, so the byte account still balances) and the stats say `interrupted`.
     limits are passed to the Reassembler (max_buffer, max_total, idle_timeout_us, linger_us)."""
-    return _Driver(sink, progress, chunk_size, part, limits).run(paths, ordered)
+    return _Driver(sink, progress, chunk_size, part, limits, stop).run(paths, ordered)
+
+
+def _never() -> bool:
+    return False
 
 
 class _Driver:
     def __init__(self, sink: StreamSink, progress: Callable[[int], None] | None, chunk_size: int,
-                 part: tuple[int, int], limits: dict[str, int]) -> None:
+                 part: tuple[int, int], limits: dict[str, int], stop: Callable[[], bool] | None = None) -> None:
         self.sink = sink
+        self.stop = stop or _never
         self.part, self.parts = part
         self.progress = progress
         self.chunk_size = chunk_size
@@ -86,7 +96,13 @@ class _Driver:
             self.stats.skipped_bytes[reason] = self.stats.skipped_bytes.get(reason, 0) + nbytes
 
     def run(self, paths: Iterable[str], ordered: bool) -> PacketStats:
-        for path in paths if ordered else self.by_first_packet(paths):
+        order = paths if ordered else self.by_first_packet(paths)
+        for n, path in enumerate(order):
+            if self.stop():
+                self.stats.interrupted = True
+                if isinstance(order, list):
+                    self.stats.files_unread = order[n:]
+                break
             try:
                 reader = open_capture(path, self.chunk_size)
             except (CaptureFormatError, OSError) as e:
@@ -114,6 +130,7 @@ class _Driver:
 
     def bad_file(self, path: str, error: Exception) -> None:
         size = os.path.getsize(path) if os.path.isfile(path) else 0
+        self.stats.unreadable_files[path] = str(error)
         self.report("bad_capture_file", str(error), Where(path, None, None), size)
         self.skip("bad_capture_file", size)
 
@@ -134,6 +151,9 @@ class _Driver:
                 self.frags.expire(now)
                 self.fragment_anomalies()
                 self.reasm.sweep(now, self.index)
+                if self.stop():
+                    self.stats.interrupted = True
+                    return
             self.file_anomalies(reader)
         finally:
             reader.close()

@@ -52,6 +52,9 @@ def build(paths: list[str], parts: list[dict], late_names: dict[str, int]) -> di
     return {
         "files": list(paths),
         "capture_files_read": stats.files,
+        "interrupted": any(part["stats"].interrupted for part in parts),
+        "files_unread": [f for f in paths if any(f in part["stats"].files_unread for part in parts)],
+        "unreadable_files": stats.unreadable_files,
         "packets": stats.packets,
         "bytes": stats.bytes,
         "tcp_packets": stats.tcp_packets,
@@ -75,7 +78,10 @@ def render(summary: dict, console: Console) -> None:
     span = summary["capture_span"]
     acc = summary["byte_account"]
     head = Table(title="kafkatap dissect", show_header=False, box=None)
-    head.add_row("files", str(len(summary["files"])))
+    unread = summary["files_unread"]
+    head.add_row("files", str(len(summary["files"])) + (f"  ({len(unread)} not reached)" if unread else ""))
+    if summary["interrupted"]:
+        head.add_row("interrupted", "[yellow]yes: these tables hold what was read before the signal[/]")
     head.add_row("packets", f"{summary['packets']:,}  ({summary['bytes']:,} bytes)")
     head.add_row("span", f"{span['first_ts']} .. {span['last_ts']}")
     conns = summary["connections"]

@@ -33,15 +33,6 @@ def part_name(part: int) -> str:
     return f"part-{part:05d}.parquet"
 
 
-def clear(out_dir: Path, tables: dict[str, pa.Schema]) -> None:
-    """Remove the parts a previous run left in OUT, so a rerun never mixes old rows in."""
-    for name in tables:
-        for old in (out_dir / name).glob("part-*.parquet"):
-            old.unlink()
-        for old in (out_dir / name).glob(".part-*.parquet.writing"):
-            old.unlink()
-
-
 class TableWriter:
     """Rows of one table to OUT/<name>/part-<part>.parquet."""
 
@@ -154,9 +145,23 @@ class Output:
 
     def close(self) -> dict[str, int]:
         """Close every file; returns the row count per table."""
-        for table in self.tables.values():
-            table.close()
+        try:
+            for table in self.tables.values():
+                table.close()
+        except BaseException:
+            self.abort()
+            raise
         return {name: table.count for name, table in self.tables.items()}
+
+    def abort(self) -> None:
+        """Let go of every file after a failure (a full disk, say): the run's folder is removed, and a writer left
+        open would retry its failed close when collected and print that error to the user."""
+        for table in self.tables.values():
+            try:
+                table.writer.close()
+            except OSError:
+                pass
+            table.writer.is_open = False  # pyarrow's own flag: no second close from __del__
 
     def out_of_range(self) -> dict[str, int]:
         """`table.column` -> values written as null because they did not fit the column's type."""

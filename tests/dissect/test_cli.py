@@ -32,13 +32,13 @@ def test_usage_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture) -> N
 
 
 @pytest.mark.skipif(not CAPTURES, reason="no samples yet")
-def test_a_non_capture_file_is_an_anomaly_and_the_others_are_dissected(tmp_path: Path,
+def test_a_non_capture_file_is_an_anomaly_exit_1_and_the_others_are_dissected(tmp_path: Path,
                                                                       capsys: pytest.CaptureFixture) -> None:
     junk = tmp_path / "notes.txt"
     junk.write_text("not a capture\n")
     out = tmp_path / "out"
-    assert main([str(junk), str(CAPTURES[0]), "-o", str(out), "--port", port_of(CAPTURES[0]), "--records"]) == 0
-    assert "notes.txt" in capsys.readouterr().err
+    assert main([str(junk), str(CAPTURES[0]), "-o", str(out), "--port", port_of(CAPTURES[0]), "--records"]) == 1
+    assert "1 of 2 inputs could not be read as captures" in capsys.readouterr().err
     anomalies = pq.read_table(out / "anomalies").to_pylist()
     assert [a["capture_file"] for a in anomalies if a["kind"] == "bad_capture_file"] == [str(junk)]
     summary = json.loads((out / "summary.json").read_text())
