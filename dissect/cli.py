@@ -40,9 +40,12 @@ def parser() -> errors.ArgumentParser:
 @errors.command("dissect")
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
-    missing = [c for c in args.captures if not os.path.isfile(c)]
+    missing = [c for c in args.captures if not os.path.exists(c)]
     if missing:
         raise UsageError(f"no such file: {', '.join(missing)}")
+    folders = [c for c in args.captures if os.path.isdir(c)]
+    if folders:
+        raise UsageError(f"{folders[0]} is a folder: give the capture files in it (e.g. {folders[0]}/*.pcapng)")
     if args.payloads and not args.records:
         raise UsageError("--payloads needs --records")
     ports = args.port or [9092]

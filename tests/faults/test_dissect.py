@@ -67,6 +67,7 @@ def test_output_paths_it_must_not_write(tmp_path: Path) -> None:
     assert a_file.read_text() == (theirs / "notes.txt").read_text() == "keep me"
     assert_one_clean_line(run_cli("dissect", str(tmp_path / "nope.pcap"), "-o", str(tmp_path / "o")), 2,
                           "no such file")
+    assert_one_clean_line(run_cli("dissect", str(tmp_path), "-o", str(tmp_path / "o")), 2, "is a folder")
     assert_one_clean_line(run_cli("dissect", str(SAMPLE), "-o", str(tmp_path / "o"), "--port", "0"), 2,
                           "a port must be")
     assert_one_clean_line(run_cli("dissect", str(SAMPLE), "-o", str(tmp_path / "o"), "--bogus"), 2,
