@@ -6,10 +6,13 @@ import os
 import tempfile
 import time
 
+import pyarrow as pa
+
 from kafkatap.dashboards.fragments import esc
-from kafkatap.dashboards.load import Report
+from kafkatap.dashboards.load import ANALYZE_FIRST, Report
 from kafkatap.dashboards.page import render_page
 from kafkatap.dashboards.sections import SECTIONS
+from kafkatap.errors import CommandError, no_space
 
 
 def render_dashboard(report: Report) -> str:
@@ -22,16 +25,42 @@ def render_dashboard(report: Report) -> str:
 
 
 def write_dashboard(report_dir: str, out_path: str) -> None:
-    """Write the dashboard of `report_dir` (a `kafkatap analyze` output) to `out_path`, replacing it atomically so a
-    browser never loads a half-written page."""
-    html = render_dashboard(Report(report_dir))
+    """Write the dashboard of `report_dir` (a finished `kafkatap analyze` output) to `out_path`; a folder that is no
+    report, a table that does not read, or a page that cannot be written is a `CommandError`."""
+    report = Report(report_dir)
+    report.check()
+    try:
+        html = render_dashboard(report)
+    except (OSError, pa.ArrowException) as exc:
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        message = f"cannot read the report {report_dir} ({reason}): write it again with {ANALYZE_FIRST}"
+        raise CommandError(message) from exc
+    write_page(html, out_path)
+
+
+def cannot_write(path: str, exc: OSError) -> CommandError:
+    if no_space(exc):
+        return CommandError(f"no space left on the device of {path}: free some, or write the dashboard elsewhere (-o)")
+    return CommandError(f"cannot write {path} ({exc.strerror or exc}): choose another path with -o")
+
+
+def write_page(html: str, out_path: str) -> None:
+    """Write through a temporary file beside `out_path`, then rename it: a browser never loads a half-written page,
+    and a failed write (full disk, say) leaves neither a partial page nor the temporary file."""
     folder = os.path.dirname(os.path.abspath(out_path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".dashboard-", suffix=".html")
+    if os.path.exists(folder) and not os.path.isdir(folder):
+        raise CommandError(f"cannot write {out_path}: {folder} is not a folder")
+    try:
+        os.makedirs(folder, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".dashboard-", suffix=".html")
+    except OSError as exc:
+        raise cannot_write(out_path, exc) from exc
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             out.write(html)
         os.replace(tmp, out_path)
-    except BaseException:
+    except BaseException as exc:
         os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise cannot_write(out_path, exc) from exc
         raise

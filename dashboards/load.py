@@ -16,17 +16,20 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 
+from kafkatap.errors import CommandError
 from kafkatap.pipelines.schema import TABLES
 
+ANALYZE_FIRST = "`kafkatap analyze OUT -o REPORT`"
 
-def _filesystem(root: str) -> tuple[pafs.FileSystem, str]:
+
+def filesystem(root: str) -> tuple[pafs.FileSystem, str]:
     """A local path, or any URI pyarrow knows (file://, s3://, gs://, hdfs://)."""
     if "://" in root:
         return pafs.FileSystem.from_uri(root)
     return pafs.LocalFileSystem(), os.path.abspath(root)
 
 
-def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
+def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
     """Exactly the declared columns in the declared types; absent ones become nulls."""
     columns = []
     for f in schema:
@@ -48,10 +51,11 @@ class Report:
 
     def __init__(self, root: str) -> None:
         self.root = root
-        self._fs, self._base = _filesystem(root)
+        self._fs, self._base = filesystem(root)
         info = self._fs.get_file_info(self._base)
         if info.type != pafs.FileType.Directory:
-            raise FileNotFoundError(f"no report folder at {root} (write one with `kafkatap analyze FRAMES -o REPORT`)")
+            what = "does not exist" if info.type == pafs.FileType.NotFound else "is not a folder"
+            raise CommandError(f"{root} {what}: give the report folder written by {ANALYZE_FIRST}")
         self.summary: dict = self._read_summary()
         self.absent: list[str] = [name for name in TABLES if not self._exists(name)]
         self.frame = lru_cache(maxsize=None)(self._frame)
@@ -67,7 +71,23 @@ class Report:
         if self._fs.get_file_info(path).type == pafs.FileType.NotFound:
             return {}
         with self._fs.open_input_stream(path) as stream:
-            return json.loads(stream.read().decode())
+            data = stream.read()
+        try:
+            return json.loads(data)
+        except ValueError as exc:  # not UTF-8, or not JSON
+            raise CommandError(f"{path} is not JSON ({exc}): write the report again with {ANALYZE_FIRST}") from exc
+
+    def check(self) -> None:
+        """Refuse what `kafkatap analyze` did not write, or did not finish: its dashboard would be blank or wrong."""
+        if "byte_account" in self.summary or (self._exists("frames") and len(self.absent) == len(TABLES)):
+            raise CommandError(f"{self.root} is dissect output, not a report: run `kafkatap analyze {self.root} -o "
+                               "REPORT`, then `kafkatap dashboard REPORT`")
+        if not self.summary and len(self.absent) == len(TABLES):
+            raise CommandError(f"{self.root} is not a kafkatap report (it has no summary.json and no report table): "
+                               f"write one with {ANALYZE_FIRST}")
+        if not self.summary:
+            raise CommandError(f"{self.root} is an unfinished report (it has no summary.json): the `kafkatap analyze` "
+                               "that wrote it stopped before the end; run it again")
 
     def table(self, name: str, columns: tuple[str, ...] | None = None) -> pa.Table:
         """Table `name` of `pipelines.schema.TABLES` (Spark's `_SUCCESS` / `.crc` files are skipped)."""
@@ -79,7 +99,7 @@ class Report:
         dataset = ds.dataset(self._path(name), filesystem=self._fs, format="parquet",
                              exclude_invalid_files=False, ignore_prefixes=[".", "_"])
         present = [c for c in schema.names if c in dataset.schema.names]
-        return _conform(dataset.to_table(columns=present), schema)
+        return conform(dataset.to_table(columns=present), schema)
 
     def _frame(self, name: str, columns: tuple[str, ...] | None = None) -> pd.DataFrame:
         """The table as pandas."""

@@ -9,6 +9,7 @@ import sys
 from kafkatap import errors
 
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "report": ("kafkatap.report_cli", "dissect, analyze and chart captures in one go (DIR/dashboard.html)"),
     "capture": ("kafkatap.capture.cli", "capture live broker traffic to rotating pcapng files"),
     "dissect": ("kafkatap.dissect.cli", "turn pcap/pcapng captures into Parquet frames"),
     "analyze": ("kafkatap.pipelines.submit.analyze", "run every PySpark pipeline over dissected frames"),

@@ -25,7 +25,8 @@ from pyspark.sql import DataFrame, SparkSession
 
 from kafkatap.dissect.tables.schema import ANOMALIES, BATCHES, FRAMES, RECORDS, SHARE
 from kafkatap.pipelines import schema
-from kafkatap.pipelines.storage import exists, join_uri, read_table, window_interval, write_json, write_table
+from kafkatap.pipelines.inputs import check_inputs
+from kafkatap.pipelines.storage import delete, exists, join_uri, read_table, window_interval, write_json, write_table
 from kafkatap.pipelines.transforms import throughput
 from kafkatap.pipelines.transforms.connections import connections
 from kafkatap.pipelines.transforms.duplicates.table import duplicate_deliveries
@@ -123,8 +124,11 @@ def existing_tables(spark: SparkSession, report: str) -> dict[str, DataFrame]:
 def run(spark: SparkSession, out: str, report: str, jobs: list[str], window: str = "1s",
         on_job: Callable[[str, float], None] | None = None) -> dict:
     """Run `jobs` in order (later jobs reuse earlier tables), then rewrite REPORT/summary.json; returns it.
-    `on_job(job, seconds)` hears of each job as it finishes."""
+    `on_job(job, seconds)` hears of each job as it finishes. OUT must be a dissector output (`check_inputs`), and the
+    old summary.json goes first, so a run that fails part-way leaves no summary claiming a complete report."""
     window_interval(window)
+    check_inputs(spark, out)
+    delete(spark, join_uri(report, "summary.json"))
     inp = read_inputs(spark, out)
     done: dict[str, DataFrame] = {}
     for job in jobs:

@@ -41,6 +41,12 @@ def exists(spark: SparkSession, uri: str) -> bool:
     return bool(fs.exists(path))
 
 
+def delete(spark: SparkSession, uri: str) -> None:
+    """Remove a file (not a folder) if it is there."""
+    fs, path = _hadoop_path(spark, uri)
+    fs.delete(path, False)
+
+
 def join_uri(root: str, *parts: str) -> str:
     return "/".join([root.rstrip("/"), *parts])
 

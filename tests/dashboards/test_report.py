@@ -15,6 +15,7 @@ from kafkatap.dashboards.cli import main as cli_main
 from kafkatap.dashboards.fragments import Col, fmt_int, table
 from kafkatap.dashboards.load import Report
 from kafkatap.dashboards.sections.share import delivery_counts
+from kafkatap.errors import CommandError
 from kafkatap.pipelines.schema import TABLES
 from tests.support.report import FENCED_MEMBER, HOSTILE, duplicates, write_report, write_table
 
@@ -50,7 +51,7 @@ def test_absent_tables_and_columns_read_as_empty_and_null(tmp_path: Path) -> Non
 
 
 def test_missing_report_folder_is_a_clear_error(tmp_path: Path) -> None:
-    with pytest.raises(FileNotFoundError, match="kafkatap analyze"):
+    with pytest.raises(CommandError, match="kafkatap analyze"):
         Report(str(tmp_path / "nope"))
 
 
@@ -132,5 +133,5 @@ def test_cli_writes_the_page_and_refuses_a_missing_report(report_dir: Path, tmp_
                                                           capsys: pytest.CaptureFixture) -> None:
     out = tmp_path / "d.html"
     assert cli_main([str(report_dir), "-o", str(out)]) == 0 and out.exists()
-    assert cli_main([str(tmp_path / "missing"), "-o", str(tmp_path / "x.html")]) == 2
+    assert cli_main([str(tmp_path / "missing"), "-o", str(tmp_path / "x.html")]) == 1
     assert "kafkatap analyze" in capsys.readouterr().err

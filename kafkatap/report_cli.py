@@ -1,0 +1,138 @@
+"""`kafkatap report CAPTURE [CAPTURE ...] -o DIR`: dissect, analyze and chart a capture in one go.
+
+DIR/dissected (the dissector's tables), DIR/report (the pipelines' tables) and DIR/dashboard.html, with one progress
+display over the three stages and a closing summary of what the capture shows. Exit codes as every command's: 1 when
+an input was not a capture (the others are reported), 130 after Ctrl-C (what was dissected so far is kept, nothing
+is analyzed).
+"""
+
+from __future__ import annotations
+
+import os
+import webbrowser
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from kafkatap import api, errors
+from kafkatap.dissect.stop import stop_on_signal
+from kafkatap.errors import UsageError
+
+
+def parser() -> errors.ArgumentParser:
+    p = errors.ArgumentParser(prog="kafkatap report", description=__doc__.split("\n")[0])
+    p.add_argument("captures", nargs="+", metavar="CAPTURE", help="pcap or pcapng files (one capture)")
+    p.add_argument("-o", "--out", required=True, metavar="DIR", help="output folder (dissected/, report/, "
+                                                                      "dashboard.html)")
+    p.add_argument("--port", type=int, action="append", metavar="PORT",
+                   help="a Kafka broker port (repeatable; default 9092; Kafka on other ports is found anyway)")
+    p.add_argument("--workers", type=int, default=1, metavar="N", help="dissect with N processes")
+    p.add_argument("--master", default=None, help="Spark master for the pipelines (default local[*])")
+    p.add_argument("--window", default="1s", help="throughput window, e.g. 500ms, 1s, 1m (default 1s)")
+    p.add_argument("--open", action="store_true", help="open the dashboard in a browser when done")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress display and no summary")
+    p.add_argument("--verbose", action="store_true",
+                   help="leave Spark's own log on the terminal instead of a file under the temp folder")
+    return p
+
+
+@errors.command("report")
+def main(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
+    missing = [c for c in args.captures if not os.path.isfile(c)]
+    if missing:
+        raise UsageError(f"no such file: {', '.join(missing)}")
+    if args.workers < 1:
+        raise UsageError("--workers must be at least 1")
+    return run(args.captures, Path(args.out), ports=args.port or [9092], workers=args.workers, master=args.master,
+               window=args.window, open_page=args.open, quiet=args.quiet, verbose=args.verbose)
+
+
+def run(captures: list[str], out: Path, *, ports: list[int], workers: int = 1, master: str | None = None,
+        window: str = "1s", open_page: bool = False, quiet: bool = False, verbose: bool = False) -> int:
+    """The whole chain with its display; returns the exit code (also `kafkatap demo`'s). The stages are called one
+    by one (not through api.report) so that Ctrl-C stops the dissect cleanly and the later stages at once."""
+    from kafkatap.pipelines.storage import window_interval
+
+    try:
+        window_interval(window)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    console = Console(stderr=True)
+    done = api.Outputs(out / "dissected", out / "report", out / "dashboard.html", {}, {})
+    total = sum(os.path.getsize(c) for c in captures)
+    with Stages(console, console.is_terminal and not quiet, total) as stages:
+        with stop_on_signal() as stop:
+            done.dissect_summary = api.dissect_captures(captures, done.dissected, ports=ports, records=True,
+                                                        workers=workers, stop=stop,
+                                                        on_progress=stages.dissected if workers == 1 else None)
+        stages.next()
+        if done.dissect_summary["interrupted"]:
+            raise errors.CommandError(f"interrupted: {done.dissected} holds what was dissected before the signal; "
+                                      "nothing was analyzed", errors.INTERRUPTED)
+        done.report_summary = api.analyze(done.dissected, done.report, master=master, window=window,
+                                          on_job=stages.job_done, verbose=verbose)
+        stages.next()
+        api.dashboard(done.report, done.page)
+        stages.next()
+    if not quiet:
+        closing(done, Console())
+    if open_page:
+        webbrowser.open(done.page.resolve().as_uri())
+    bad = done.dissect_summary["unreadable_files"]
+    if bad:
+        raise errors.CommandError(f"{len(bad)} of {len(captures)} inputs could not be read as captures "
+                                  f"({'; '.join(list(bad.values())[:3])}); the report covers the others")
+    return errors.OK
+
+
+class Stages:
+    """One progress display over the three stages: capture bytes while dissecting, jobs while analyzing."""
+
+    def __init__(self, console: Console, enabled: bool, capture_bytes: int) -> None:
+        from kafkatap.pipelines.report import JOBS
+
+        self.progress = Progress(TextColumn("{task.description:<10}"), BarColumn(), TextColumn("{task.fields[note]}"),
+                                 TimeElapsedColumn(), console=console, transient=True, disable=not enabled)
+        self.tasks = [self.progress.add_task("dissect", total=capture_bytes, note=""),
+                      self.progress.add_task("analyze", total=len(JOBS), note="", start=False),
+                      self.progress.add_task("dashboard", total=1, note="", start=False)]
+        self.stage = 0
+
+    def __enter__(self) -> Stages:
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.stop()
+
+    def dissected(self, messages: int, nbytes: int) -> None:
+        self.progress.update(self.tasks[0], completed=nbytes, note=f"{messages:,} Kafka messages")
+
+    def job_done(self, job: str, seconds: float) -> None:
+        self.progress.update(self.tasks[1], advance=1, note=f"{job} ({seconds:.1f} s)")
+
+    def next(self) -> None:
+        """The current stage is done; the next one starts."""
+        task = self.tasks[self.stage]
+        self.progress.update(task, completed=self.progress.tasks[task].total)
+        self.stage += 1
+        if self.stage < len(self.tasks):
+            self.progress.start_task(self.tasks[self.stage])
+
+
+def closing(done: api.Outputs, console: Console) -> None:
+    """What the capture shows, in a few lines, and where the page is."""
+    d, r = done.dissect_summary, done.report_summary
+    t = Table(title="kafkatap report", show_header=False, box=None)
+    t.add_row("capture", f"{len(d['files'])} file(s), {d['packets']:,} packets, span {r.get('capture_span_s', 0):.1f} s")
+    t.add_row("kafka", f"{r.get('frames', 0):,} frames on {r.get('connections', 0)} connections, "
+                       f"{r.get('clients', 0)} clients, {r.get('brokers', 0)} brokers, {r.get('groups', 0)} groups")
+    t.add_row("errors", f"{r.get('errors', 0):,} error responses, {r.get('anomalies', 0):,} anomalies")
+    t.add_row("fencings", str(r.get("fenced_epochs", 0)))
+    duplicates = sum((r.get("duplicate_records") or {}).values())
+    t.add_row("delivered again", f"{duplicates:,} records")
+    t.add_row("dashboard", str(done.page))
+    console.print(t)

@@ -1,0 +1,174 @@
+"""`kafkatap analyze` when things go wrong, driven through the real CLI: bad arguments, inputs that are not the
+dissector's, no Java, a Spark that does not start, a full disk, Ctrl-C and SIGTERM; and a good run that keeps Spark's
+own log off the terminal.
+
+Each case checks the exit code, the one line that explains it, and that no Python or Java stack trace reached the
+terminal. Cases that start a JVM are marked spark and slow (each costs seconds).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from kafkatap.dissect.tables.schema import FRAMES
+
+from kafkatap.dissect.run import dissect_captures
+from tests.support.cli import assert_one_clean_line, run_cli
+from tests.support.disks import tmpfs
+from tests.support.paths import SAMPLES
+
+SAMPLE = SAMPLES / "idempotent.pcapng"
+JVM_NOISE = ("WARNING: Using incubator modules", "log4j", "WARN ", "Warning")
+
+pytestmark = pytest.mark.skipif(not SAMPLE.exists(), reason="sample not generated yet")
+
+
+@pytest.fixture(scope="module")
+def dissected(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("dissected") / "out"
+    dissect_captures([str(SAMPLE)], str(out))
+    return out
+
+
+def analyze(*args: str | Path, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return run_cli("analyze", *map(str, args), cwd=cwd, env=env)
+
+
+def free_port() -> int:
+    """A local port nothing listens on (bound, then released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_bad_arguments_are_usage_errors(dissected: Path, tmp_path: Path) -> None:
+    assert_one_clean_line(analyze(dissected, "-o", "r", "--window", "banana", cwd=tmp_path), 2,
+                          "bad window 'banana': use a number and a unit")
+    assert_one_clean_line(analyze(dissected, "-o", "r", "--jobs", "sessions,nope", cwd=tmp_path), 2,
+                          "unknown jobs nope: choose from sessions")
+    assert_one_clean_line(analyze(dissected, cwd=tmp_path), 2, "the following arguments are required: -o/--out")
+    assert not (tmp_path / "r").exists()
+
+
+def test_a_missing_input_folder(tmp_path: Path) -> None:
+    assert_one_clean_line(analyze(tmp_path / "no" / "such", "-o", "r", cwd=tmp_path), 1, "does not exist")
+    (tmp_path / "a_file").write_text("x")
+    assert_one_clean_line(analyze(tmp_path / "a_file", "-o", "r", cwd=tmp_path), 1, "is not a folder")
+
+
+def no_frames(out: Path) -> None:
+    out.mkdir()
+    (out / "notes.txt").write_text("not a dissect output")
+
+
+def two_columns(out: Path) -> None:
+    (out / "frames").mkdir(parents=True)
+    table = pa.table({"conn_id": ["c"], "api_key": pa.array([0], pa.int16())})
+    pq.write_table(table, out / "frames" / "part-00000.parquet")
+
+
+def corrupt(out: Path) -> None:
+    (out / "frames").mkdir(parents=True)
+    (out / "frames" / "part-00000.parquet").write_bytes(b"PAR1 but not really")
+
+
+@pytest.mark.parametrize("make,phrase", [
+    (no_frames, "is not a kafkatap dissect output: it has no frames/ table; run `kafkatap dissect CAPTURE -o OUT`"),
+    (two_columns, f"lacks {len(FRAMES) - 2} of the {len(FRAMES)} columns of the dissector's frames table (client_addr, "
+                  "broker_addr"),
+    (corrupt, "is not a Parquet file"),
+], ids=["no-frames", "other-schema", "corrupt"])
+@pytest.mark.spark
+@pytest.mark.slow
+def test_inputs_that_are_not_the_dissectors(make, phrase: str, tmp_path: Path) -> None:  # noqa: ANN001 - a maker
+    make(tmp_path / "out")
+    result = analyze(tmp_path / "out", "-o", "report", cwd=tmp_path)
+    assert_one_clean_line(result, 1, phrase)
+    assert "dissect" in result.stderr
+
+
+def test_without_java_it_says_how_to_get_it(dissected: Path, tmp_path: Path) -> None:
+    env = {key: value for key, value in os.environ.items() if key != "JAVA_HOME"}
+    env["PATH"] = os.pathsep.join(f for f in env.get("PATH", "").split(os.pathsep) if f and
+                                  not (Path(f) / "java").exists())
+    assert_one_clean_line(analyze(dissected, "-o", "report", cwd=tmp_path, env=env), 1,
+                          "Spark needs Java 17 or newer: install it (Debian: apt-get install "
+                          "openjdk-17-jre-headless) or set JAVA_HOME")
+
+
+@pytest.mark.spark  # needs Java, though it starts no JVM
+def test_a_master_nobody_listens_on_fails_at_once(dissected: Path, tmp_path: Path) -> None:
+    master = f"spark://127.0.0.1:{free_port()}"
+    started = time.monotonic()
+    result = analyze(dissected, "-o", "report", "--master", master, cwd=tmp_path)
+    assert_one_clean_line(result, 1, f"Spark did not start (no Spark master answers at {master})")
+    assert time.monotonic() - started < 30  # Spark alone retries for a minute
+
+
+@pytest.mark.spark
+def test_a_master_spark_refuses_names_its_log(dissected: Path, tmp_path: Path) -> None:
+    result = analyze(dissected, "-o", "report", "--master", "banana", cwd=tmp_path)
+    assert_one_clean_line(result, 1, "Spark did not start (Master must either be yarn or start with spark")
+    log = Path(re.search(r"see Spark's log in (\S+)", result.stderr).group(1))
+    assert "Exception in thread" in log.read_text()
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_a_full_disk_for_the_report(dissected: Path, tmp_path: Path) -> None:
+    with tmpfs(tmp_path / "report", "64k") as report:
+        (report / "summary.json").write_text('{"claims": "complete"}')
+        result = analyze(dissected, "-o", report, cwd=tmp_path)
+        assert_one_clean_line(result, 1, f"no space left on the device of {report}")
+        assert not (report / "summary.json").exists()  # the old one went first: no complete-looking report is left
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_a_good_run_keeps_spark_off_the_terminal(dissected: Path, tmp_path: Path) -> None:
+    result = analyze(dissected, "-o", "report", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert not any(noise in result.stderr for noise in JVM_NOISE), result.stderr
+    assert all(re.fullmatch(r"\w+: done in [\d.]+ s", line) for line in result.stderr.splitlines()), result.stderr
+    assert json.loads(result.stdout) == json.loads((tmp_path / "report" / "summary.json").read_text())
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+@pytest.mark.spark
+@pytest.mark.slow
+def test_an_interrupt_is_one_line_and_exit_130(sig: signal.Signals, dissected: Path, tmp_path: Path) -> None:
+    """The signal goes to the whole process group, as a terminal's Ctrl-C does: the JVM gets it too (and dies of
+    SIGTERM), which must still read as an interrupt, not as a Spark failure."""
+    report = tmp_path / "report"
+    report.mkdir()
+    (report / "summary.json").write_text('{"claims": "complete"}')
+    proc = subprocess.Popen([sys.executable, "-m", "kafkatap.cli", "analyze", str(dissected), "-o", str(report)],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        seen = []
+        for line in proc.stderr:  # the first job's line: Spark is up and the run is half-way
+            seen.append(line)
+            if "done in" in line:
+                break
+        assert seen and "done in" in seen[-1], "".join(seen)
+        os.killpg(proc.pid, sig)
+        stdout, rest = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    result = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, "".join(seen) + rest)
+    assert_one_clean_line(result, 130, "kafkatap analyze: interrupted")
+    assert not (report / "summary.json").exists()
