@@ -121,12 +121,16 @@ class Stages:
         self.stage += 1
         if self.stage < len(self.tasks):
             self.progress.start_task(self.tasks[self.stage])
+            if self.stage == 1:
+                self.progress.update(self.tasks[1], note="starting Spark")
 
 
 def closing(done: api.Outputs, console: Console) -> None:
     """What the capture shows, in a few lines, and where the page is."""
     d, r = done.dissect_summary, done.report_summary
     t = Table(title="kafkatap report", show_header=False, box=None)
+    t.add_column(no_wrap=True)
+    t.add_column(overflow="fold")  # a path in full, over several lines if need be
     t.add_row("capture", f"{len(d['files'])} file(s), {d['packets']:,} packets, span {r.get('capture_span_s', 0):.1f} s")
     t.add_row("kafka", f"{r.get('frames', 0):,} frames on {r.get('connections', 0)} connections, "
                        f"{r.get('clients', 0)} clients, {r.get('brokers', 0)} brokers, {r.get('groups', 0)} groups")

@@ -4,22 +4,21 @@
 from __future__ import annotations
 
 import json
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 import kafkatap
-from tests.support.cli import run_cli
 from tests.support.paths import SAMPLES
 
 SAMPLE = SAMPLES / "idempotent.pcapng"
 
 
 def test_import_kafkatap_is_cheap_and_lists_its_functions() -> None:
-    import subprocess
-    import sys
-
     code = ("import sys, kafkatap; print(sorted(m for m in ('pyspark', 'pyarrow', 'numpy') if m in sys.modules)); "
             "print(kafkatap.__all__)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
@@ -44,8 +43,16 @@ def test_dissect_and_read_in_pandas(tmp_path: Path) -> None:
 @pytest.mark.spark
 @pytest.mark.slow
 def test_the_api_reproduces_the_cli_report(tmp_path: Path, spark) -> None:
-    cli = run_cli("report", str(SAMPLE), "-o", str(tmp_path / "cli"), "-q", timeout=600)
-    assert cli.returncode == 0, cli.stderr
+    """`kafkatap report` in a terminal (a pseudo-terminal through util-linux `script`): one progress display over
+    the stages, the closing summary, not one warning line; then the API writes the same tables."""
+    command = f"{sys.executable} -m kafkatap.cli report {SAMPLE} -o {tmp_path / 'cli'}"
+    cli = subprocess.run(["script", "-qec", command, "/dev/null"], capture_output=True, text=True, timeout=600,
+                         cwd=tmp_path)
+    assert cli.returncode == 0, cli.stdout
+    screen = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", cli.stdout).replace("\r", "\n")
+    assert all(stage in screen for stage in ("dissect ", "analyze ", "starting Spark"))
+    assert "kafkatap report" in screen and str(tmp_path / "cli" / "dashboard.html") in re.sub(r"\s+", "", screen)
+    assert not re.search(r"WARN|Warning|log4j|incubator|Traceback", screen), screen
     done = kafkatap.report([SAMPLE], tmp_path / "api", spark=spark)
     assert done.page.exists() and done.report_summary["frames"] == done.dissect_summary["rows"]["frames"]
     assert json.loads((tmp_path / "cli" / "report" / "summary.json").read_text()) == done.report_summary
