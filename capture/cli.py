@@ -43,6 +43,9 @@ def parser() -> errors.ArgumentParser:
                         "(files the ring deleted included)")
     p.add_argument("--records", action="store_true", help="with --dissect: also write one row per record")
     p.add_argument("--payloads", action="store_true", help="with --dissect --records: keep keys and values")
+    p.add_argument("--tls-keylog", action="append", metavar="FILE",
+                   help="with --dissect: decrypt TLS on the Kafka ports with this NSS key log (repeatable; default: "
+                        "$SSLKEYLOGFILE)")
     p.add_argument("--bootstrap", metavar="HOST:PORT", action="append", default=[],
                    help="ask this broker for the cluster's brokers and capture all their ports")
     return p
@@ -126,6 +129,8 @@ def check_options(args: argparse.Namespace) -> None:
         raise UsageError("--payloads needs --records")
     if (args.records or args.payloads) and not args.dissect:
         raise UsageError("--records and --payloads need --dissect OUT")
+    if args.tls_keylog and not args.dissect:
+        raise UsageError("--tls-keylog needs --dissect OUT")
 
 
 def interfaces() -> list[str] | None:
@@ -169,16 +174,18 @@ def _remove_empty(path: str) -> None:
 
 def _dissector(args: argparse.Namespace, ports: list[int]):
     try:
+        from kafkatap.dissect.cli import keylog_files
         from kafkatap.dissect.run import dissect_captures
     except ImportError as exc:
         raise CommandError(f"--dissect needs the dissector (dissect.run), which cannot be imported: {exc}") from None
     out = args.dissect
     if os.path.exists(out) and os.listdir(out):
         raise UsageError(f"--dissect {out} is not empty: choose a new directory for the Parquet output")
+    keylogs = keylog_files(args.tls_keylog, lambda line: print(f"kafkatap capture: warning: {line}", file=sys.stderr))
 
     def dissect(paths, on_progress) -> dict:
         return dissect_captures(paths, out, ports=ports, records=args.records, payloads=args.payloads, ordered=True,
-                                on_progress=on_progress)
+                                on_progress=on_progress, tls_keylog=keylogs)
 
     return dissect
 

@@ -38,7 +38,8 @@ KINDS: dict[str, Kind] = {
     "resync": Kind("framing", "Bytes skipped while searching for the next plausible frame (after a gap, a bad size "
                               "or mid-stream)."),
     "bad_length": Kind("framing", "An impossible frame size prefix: the framer resynchronises."),
-    "frame_lost_in_gap": Kind("framing", "Part of a frame that a capture gap cut: the frame cannot be decoded."),
+    "frame_lost_in_gap": Kind("framing", "Part of a frame that a capture gap (or a TLS record not decrypted) cut: the "
+                                         "frame cannot be decoded."),
     "oversize_frame": Kind("framing", "A frame larger than the 100 MiB buffering cap, skipped by count."),
     "truncated_frame": Kind("framing", "A frame cut short by the end of the connection or capture."),
     "decode_error": Kind("messages", "A request or response body the codec cannot decode; the detail gives the "
@@ -51,7 +52,22 @@ KINDS: dict[str, Kind] = {
     "malformed_batch": Kind("record data", "Record data that cannot be split into batches or records: the batches "
                                            "before it are kept."),
     "crc_mismatch": Kind("record data", "A record batch whose CRC does not match its bytes."),
-    "tls": Kind("connection", "TLS on a Kafka port: the connection's bytes are counted, not decoded."),
+    "tls": Kind("connection", "TLS on a Kafka port and no key log: the connection's bytes are counted, not "
+                              "decoded (give `--tls-keylog` to decrypt)."),
+    "tls_no_key": Kind("TLS", "The key log has no secret for this connection (another client's or broker's key log, "
+                              "or one written after the connection): its encrypted records are not decrypted."),
+    "tls_no_handshake": Kind("TLS", "The TLS hellos are not in the capture (it began mid-connection, or holds one "
+                                    "direction only): the connection's secrets cannot be found."),
+    "tls_unsupported_suite": Kind("TLS", "A TLS version or cipher suite not decrypted here (only AEAD suites of TLS "
+                                         "1.2 and 1.3 are: CBC, RC4, CCM and TLS 1.0/1.1 are not)."),
+    "tls_early_data": Kind("TLS", "TLS 1.3 0-RTT records, sent before the handshake ends: not decrypted."),
+    "tls_lost_segment": Kind("TLS", "Bytes after a capture gap: TLS records are numbered and chained, so that "
+                                    "direction is not decrypted after it."),
+    "tls_bad_record": Kind("TLS", "A record that fails authentication (damaged, or a wrong key), or bytes that are "
+                                  "not a TLS record (then the rest of that direction)."),
+    "tls_truncated": Kind("TLS", "A TLS record cut short by the end of the connection or capture."),
+    "tls_renegotiation": Kind("TLS", "TLS 1.2 after a renegotiation: its new keys are not followed, so the rest "
+                                     "of that direction is not decrypted."),
 }
 
 

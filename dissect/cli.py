@@ -1,4 +1,4 @@
-"""`kafkatap dissect CAPTURE [CAPTURE ...] -o OUT [--port 9092 ...] [--records] [--payloads]`.
+"""`kafkatap dissect CAPTURE [CAPTURE ...] -o OUT [--port 9092 ...] [--records] [--payloads] [--tls-keylog FILE ...]`.
 
 Exit codes: 0 every input was dissected; 1 an input could not be read as a capture (the others were dissected, and
 its anomaly row says why) or the output could not be written (nothing was published); 2 the command line is wrong;
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 
 from rich.console import Console
 
@@ -17,6 +18,9 @@ from kafkatap.dissect.run import dissect_captures
 from kafkatap.dissect.stop import stop_on_signal
 from kafkatap.dissect.tables.summary import render
 from kafkatap.errors import UsageError
+
+KEYLOG_ENV = "SSLKEYLOGFILE"
+"""Where TLS libraries write their key log (NSS format): the key log used when no --tls-keylog is given."""
 
 
 def parser() -> errors.ArgumentParser:
@@ -33,8 +37,44 @@ def parser() -> errors.ArgumentParser:
     p.add_argument("--payloads", action="store_true", help="with --records, keep record key and value bytes")
     p.add_argument("--workers", type=int, default=1, metavar="N",
                    help="split the connections over N processes (helps captures of many small messages)")
+    add_keylog_option(p)
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary table")
     return p
+
+
+def add_keylog_option(p: errors.ArgumentParser) -> None:
+    p.add_argument("--tls-keylog", action="append", metavar="FILE",
+                   help=f"decrypt TLS on the Kafka ports with this NSS key log (repeatable; default: ${KEYLOG_ENV})")
+
+
+def keylog_files(given: list[str] | None, warn: Callable[[str], None]) -> list[str]:
+    """The key logs to decrypt TLS with: those given, each readable (else a usage error), or else SSLKEYLOGFILE's.
+    That variable is often set for other programs (browsers write to it), so when it names no readable file this
+    is said and the run goes on without it rather than failing a capture that may hold no TLS."""
+    for path in given or ():
+        problem = _unreadable(path)
+        if problem:
+            raise UsageError(f"--tls-keylog {path}: {problem}")
+    if given:
+        return list(given)
+    path = os.environ.get(KEYLOG_ENV)
+    if not path:
+        return []
+    problem = _unreadable(path)
+    if problem:
+        warn(f"{KEYLOG_ENV}={path} {problem}: TLS is not decrypted")
+        return []
+    return [path]
+
+
+def _unreadable(path: str) -> str | None:
+    if os.path.isdir(path):
+        return "is a folder, not a key log file"
+    try:
+        with open(path, "rb"):
+            return None
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
 
 
 @errors.command("dissect")
@@ -54,10 +94,11 @@ def main(argv: list[str]) -> int:
     if args.workers < 1:
         raise UsageError("--workers must be at least 1")
     console = Console(stderr=True)
+    keylogs = keylog_files(args.tls_keylog, lambda line: console.print(f"[yellow]warning:[/] {line}"))
     with stop_on_signal() as stop:
         summary = dissect_captures(args.captures, args.out, ports=ports, records=args.records,
                                    payloads=args.payloads, progress=console.is_terminal and not args.quiet,
-                                   workers=args.workers, stop=stop)
+                                   workers=args.workers, stop=stop, tls_keylog=keylogs)
     if args.quiet:
         for warning in summary["warnings"]:
             if warning not in summary["unreadable_files"].values():  # the closing line names those

@@ -36,6 +36,8 @@ from kafkatap.dissect.tables.rows import Rows
 from kafkatap.dissect.tables.schema import TABLES
 from kafkatap.dissect.tables.topic_rewrite import rewrite, rewrite_streamed
 from kafkatap.dissect.tables.writer import Output, part_name
+from kafkatap.dissect.tls import KeyLog
+from kafkatap.errors import UsageError
 
 PUBLISH_EVERY = 5.0
 """Seconds between two publications of a streamed run's Parquet: fresh enough to follow a capture, and few
@@ -50,7 +52,7 @@ OnProgress = Callable[[int, int], None]
 def dissect_captures(paths: Iterable[str], out_dir: str, *, ports: Iterable[int] = (9092,), records: bool = False,
                      payloads: bool = False, progress: bool = False, workers: int = 1, ordered: bool = False,
                      publish_every: float = PUBLISH_EVERY, on_progress: OnProgress | None = None,
-                     stop: Event | None = None) -> dict:
+                     stop: Event | None = None, tls_keylog: Iterable[str] = ()) -> dict:
     """Dissect the capture files (one capture) into out_dir; returns the summary.json content.
 
     Tables: frames/, batches/, share/, anomalies/, and records/ with records=True (key/value bytes only with
@@ -63,22 +65,37 @@ def dissect_captures(paths: Iterable[str], out_dir: str, *, ports: Iterable[int]
     Once `stop` is set the run ends within a chunk, as if the input ended there, and publishes what it read
     (summary `interrupted`). out_dir appears whole when the run ends (publish.py): an earlier output there is
     replaced, a failed run leaves it as it was; a streamed run writes in out_dir as it goes.
+    tls_keylog: NSS key log files (SSLKEYLOGFILE format) to decrypt TLS on the Kafka ports with; a file that cannot
+    be read raises UsageError before anything is written. Without any, TLS connections are counted, not decrypted.
     """
     if (ordered or on_progress is not None) and workers > 1:
         raise ValueError("a streamed run (ordered=True) and on_progress need workers=1")
     out = Path(out_dir)
+    keylogs = [str(path) for path in tls_keylog]
+    keylog = read_keylogs(keylogs)
     if ordered:
         publish.replace_in_place(out)
         return _dissect(paths, out, ports, records, payloads, progress, workers, ordered, publish_every, on_progress,
-                        stop)
+                        stop, keylogs, keylog)
     with publish.staged(out) as staging:
         return _dissect(paths, staging, ports, records, payloads, progress, workers, ordered, publish_every,
-                        on_progress, stop)
+                        on_progress, stop, keylogs, keylog)
+
+
+def read_keylogs(paths: list[str]) -> KeyLog | None:
+    """The key log files merged (None without any). Their lines never fail a run (bad ones are counted); a file
+    that cannot be read is a wrong argument."""
+    if not paths:
+        return None
+    try:
+        return KeyLog.from_files(paths)
+    except OSError as exc:
+        raise UsageError(f"cannot read the TLS key log {exc.filename or paths[0]}: {exc.strerror or exc}") from None
 
 
 def _dissect(paths: Iterable[str], out: Path, ports: Iterable[int], records: bool, payloads: bool, progress: bool,
              workers: int, ordered: bool, publish_every: float, on_progress: OnProgress | None,
-             stop: Event | None) -> dict:
+             stop: Event | None, keylogs: list[str], keylog: KeyLog | None) -> dict:
     seen: list[str] = []  # the files, as they come
     if ordered:
         total = None
@@ -88,7 +105,7 @@ def _dissect(paths: Iterable[str], out: Path, ports: Iterable[int], records: boo
         total = sum(os.path.getsize(p) for p in seen if os.path.isfile(p))
         files = seen
     n = max(1, workers)
-    args = (files, str(out), sorted(set(ports)), records, payloads)
+    args = (files, str(out), sorted(set(ports)), records, payloads, keylog)
     with _progress_bar(total, progress) as bar:
         if n == 1:
             parts = [_dissect_part(*args, 0, 1, bar, ordered, publish_every, on_progress,
@@ -104,22 +121,22 @@ def _dissect(paths: Iterable[str], out: Path, ports: Iterable[int], records: boo
             rewrite(out, part_name(k), part["unresolved"], names)
         for table, count in fixed.items():
             late[table] = late.get(table, 0) + count
-    result = summary_mod.build(seen, parts, late)
+    result = summary_mod.build(seen, parts, late, summary_mod.tls(keylogs, keylog, parts))
     with open(out / "summary.json", "w") as f:
         json.dump(result, f, indent=1)
     return result
 
 
-def _dissect_part(paths: Iterable[str], out_dir: str, ports: list[int], records: bool, payloads: bool, part: int,
-                  parts: int, progress: Callable[[int], None] | None = None, ordered: bool = False,
-                  publish_every: float = PUBLISH_EVERY, on_progress: OnProgress | None = None,
+def _dissect_part(paths: Iterable[str], out_dir: str, ports: list[int], records: bool, payloads: bool,
+                  keylog: KeyLog | None, part: int, parts: int, progress: Callable[[int], None] | None = None,
+                  ordered: bool = False, publish_every: float = PUBLISH_EVERY, on_progress: OnProgress | None = None,
                   stop: Callable[[], bool] | None = None) -> dict:
     """One worker: the connections hashing to `part`; returns what the summary and the topic rewrite need."""
     tables = {name: schema for name, schema in TABLES.items() if records or name != "records"}
     out = Output(out_dir, tables, part)
     topics = TopicNames()
     rows = Rows(out, topics, records=records, payloads=payloads)
-    sink = Sink(rows, topics, set(ports), part=(part, parts))
+    sink = Sink(rows, topics, set(ports), part=(part, parts), keylog=keylog)
     if progress is None and part == 0 and _progress_counter is not None:
         progress = _count_progress
     if stop is None and _stop_event is not None:
@@ -136,9 +153,9 @@ def _dissect_part(paths: Iterable[str], out_dir: str, ports: list[int], records:
         raise
     written = out.close()
     return {"stats": stats, "with_payload": sink.with_payload, "rows": written, "out_of_range": out.out_of_range(),
-            "connections": sink.connections, "messages": rows.messages, "statuses": rows.statuses,
-            "anomalies": rows.anomaly_counts, "streams": sink.streams, "warnings": sink.warnings, "names": topics.names,
-            "unresolved": topics.unresolved}
+            "connections": sink.connections, "tls_outcomes": sink.tls_outcomes, "messages": rows.messages,
+            "statuses": rows.statuses, "anomalies": rows.anomaly_counts, "streams": sink.streams,
+            "warnings": sink.warnings, "names": topics.names, "unresolved": topics.unresolved}
 
 
 @contextmanager

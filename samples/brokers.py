@@ -58,10 +58,12 @@ def port_is_free(port: int) -> bool:
 
 
 class Tansu:
-    """One Tansu broker with in-memory storage on 127.0.0.1:port; a context manager that always stops it."""
+    """One Tansu broker with in-memory storage on 127.0.0.1:port; a context manager that always stops it.
+    `advertised`: the port it tells clients to connect to (a TLS terminator in front of it), else its own."""
 
-    def __init__(self, port: int) -> None:
+    def __init__(self, port: int, advertised: int | None = None) -> None:
         self.port = port
+        self.advertised = advertised or port
         self.bootstrap = f"127.0.0.1:{port}"
         self.proc: subprocess.Popen | None = None
 
@@ -70,7 +72,8 @@ class Tansu:
             raise RuntimeError(f"port {self.port} is busy: a stray broker? (ss -ltnp 'sport = :{self.port}')")
         url = f"tcp://127.0.0.1:{self.port}"
         self.proc = subprocess.Popen(
-            [tansu_binary(), "broker", "--listener-url", url, "--advertised-listener-url", url,
+            [tansu_binary(), "broker", "--listener-url", url, "--advertised-listener-url",
+             f"tcp://127.0.0.1:{self.advertised}",
              "--storage-engine", "memory://tansu/", "--silent"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
         )

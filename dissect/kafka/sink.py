@@ -3,7 +3,8 @@
 Per connection it decides whether the stream is Kafka (a configured port, or request-shaped first bytes) and which
 side is the client (`classify`, holding the first bytes meanwhile), frames each direction (`framing`, its skips
 booked and reported by `skips`) and hands the frames to the request/response `exchange`. Every byte a direction
-delivers lands in the connection's byte `account`, closed into `streams` when the connection ends.
+delivers lands in the connection's byte `account`, closed into `streams` when the connection ends. TLS on a Kafka
+port is counted, or, given a key log, decrypted (`decryption`) and its plaintext framed like any Kafka stream.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from functools import partial
 
 from kafkatap.dissect import native
 from kafkatap.dissect.kafka.classify import PROBE_LIMIT, classify
+from kafkatap.dissect.kafka.decryption import NOT_DECRYPTED, OUTCOMES, Decryption
 from kafkatap.dissect.kafka.exchange import Exchange
 from kafkatap.dissect.kafka.framing import Framer
 from kafkatap.dissect.kafka.messages import Messages
@@ -20,6 +22,7 @@ from kafkatap.dissect.kafka.state import DIRECTIONS, REQUEST, RESPONSE, ConnStat
 from kafkatap.dissect.kafka.topics import TopicNames
 from kafkatap.dissect.streams.reassembly import Conn, Where
 from kafkatap.dissect.streams.workers import owner
+from kafkatap.dissect.tls import KeyLog, Output
 
 _compiled = native.extension("kafkatap.dissect.kafka._sink")
 
@@ -27,15 +30,18 @@ _compiled = native.extension("kafkatap.dissect.kafka._sink")
 class Sink:
     """Implements streams.reassembly.StreamSink."""
 
-    def __init__(self, out: Messages, topics: TopicNames, ports: set[int], part: tuple[int, int] = (0, 1)) -> None:
+    def __init__(self, out: Messages, topics: TopicNames, ports: set[int], part: tuple[int, int] = (0, 1),
+                 keylog: KeyLog | None = None) -> None:
         self.part, self.parts = part  # this sink handles the connections whose key hashes to `part` of `parts`
         self.ports = ports
+        self.keylog = keylog  # TLS connections are decrypted with it; without one they are only counted
         self.out = out
         self.exchange = Exchange(out, topics)
         self.on_data = partial(native.pick(on_data, _compiled), self)
         """StreamSink.on_data: this module's `on_data`, or its compiled twin (chosen once per run)."""
         self.streams: list[dict] = []  # byte account of every closed Kafka stream
         self.connections = {"kafka": 0, "tls": 0, "not_kafka": 0}
+        self.tls_outcomes = dict.fromkeys(OUTCOMES, 0)  # TLS connections by what decryption made of them
         self.with_payload = 0  # this worker's connections that carried payload
         self.warnings: list[str] = []
 
@@ -51,15 +57,20 @@ class Sink:
 
     def on_gap(self, conn: Conn, side: int, ts_us: int, nbytes: int, where: Where) -> None:
         st: ConnState = conn.state
-        if st is None or st.kind != "kafka":
+        if st is None or (st.kind != "kafka" and st.tls is None):
             if st is not None and st.kind == "probe":
                 st.probe.append((side, ts_us, nbytes, where))
             return
         direction = REQUEST if side == st.client_side else RESPONSE
-        st.account.lost(direction, nbytes)
         st.skips[direction].flush()
+        if st.tls is None:
+            st.account.lost(direction, nbytes)
+            offset = st.framers[side].offset
+        else:  # booked as lost by the TLS session; its offset is in the wire stream
+            offset = st.tls.offset(direction)
+            st.tls.gap(direction, nbytes, where)
         self.out.anomaly("gap", f"{nbytes} bytes missing from the capture", where, st.conn_id, direction,
-                         st.framers[side].offset, nbytes)
+                         offset, nbytes)
         st.framers[side].gap(nbytes, where)
 
     def on_close(self, conn: Conn, ts_us: int, reason: str, where: Where) -> None:
@@ -71,12 +82,16 @@ class Sink:
         if st.kind == "probe":
             verdict, st.client_side = classify(conn, st.probe, self.ports, final=True)
             self._start(conn, st, verdict)
-        if st.kind == "kafka":
+        if st.tls is not None:
+            self.tls_outcomes[st.tls.close(self.out, st, where)] += 1
+            self._close_kafka(st, where)
+        elif st.kind == "kafka":
             self._close_kafka(st, where)
         elif st.kind == "tls":
             nbytes = st.account.total("tls")
-            self.out.anomaly("tls", f"TLS on a Kafka port: {nbytes} bytes not decoded", where, st.conn_id,
-                             None, None, nbytes)
+            self.out.anomaly("tls", f"TLS on a Kafka port: {nbytes} bytes not decoded; give --tls-keylog to "
+                                    "decrypt", where, st.conn_id, None, None, nbytes)
+            self.tls_outcomes[NOT_DECRYPTED] += 1
             self._close_stream(st)
         conn.state = None
 
@@ -105,13 +120,17 @@ class Sink:
         st.conn_id = f"{st.client_addr}>{st.broker_addr}@{conn.first_ts_us}"
         st.kind = verdict
         self.connections[verdict] += 1
-        if verdict == "kafka":
+        if verdict == "tls" and self.keylog is not None:
+            st.tls = Decryption(self.keylog)
+        if verdict == "kafka" or st.tls is not None:
             st.skips = (Skips(self.out, st.conn_id, st.account, REQUEST),
                         Skips(self.out, st.conn_id, st.account, RESPONSE))
-            st.framers = [None, None]
-            st.framers[client] = Framer(st.req_sync, st.skips[REQUEST].on_skip, anchored=conn.syn_seen)
             # After a SYN the broker's stream starts on a frame boundary; without one, wait for an awaited response.
-            st.framers[1 - client] = Framer(st.resp_sync, st.skips[RESPONSE].on_skip, synced=conn.syn_seen)
+            # The plaintext of TLS starts on one (the capture holds the hellos, or nothing is decrypted).
+            start = conn.syn_seen or st.tls is not None
+            st.framers = [None, None]
+            st.framers[client] = Framer(st.req_sync, st.skips[REQUEST].on_skip, anchored=start)
+            st.framers[1 - client] = Framer(st.resp_sync, st.skips[RESPONSE].on_skip, synced=start)
         for side, ts, data, where in probe:
             if isinstance(data, int):
                 self.on_gap(conn, side, ts, data, where)
@@ -133,8 +152,8 @@ class Sink:
 
     def _close_stream(self, st: ConnState) -> None:
         for direction in (REQUEST, RESPONSE):
-            self.streams.append({"conn_id": st.conn_id, "direction": DIRECTIONS[direction],
-                                 **st.account.balance(direction)})
+            balance = st.account.balance(direction) if st.tls is None else st.tls.balance(st, direction)
+            self.streams.append({"conn_id": st.conn_id, "direction": DIRECTIONS[direction], **balance})
 
 
 def feed(exchange: Exchange, st: ConnState, side: int, ts: int, data: bytes, where: Where) -> None:
@@ -149,6 +168,18 @@ def feed(exchange: Exchange, st: ConnState, side: int, ts: int, data: bytes, whe
             handle(st, ts_f, offset, payload, where)
 
 
+def decrypted(sink: Sink, st: ConnState, ts: int, plaintext: Output, where: Where) -> None:
+    """What a TLS connection's bytes decrypted to, framed as Kafka; a hole (a record not decrypted) cuts the frame
+    it falls in, as a capture gap would."""
+    for direction, data in plaintext:
+        side = st.client_side if direction == REQUEST else 1 - st.client_side
+        if isinstance(data, int):
+            st.skips[direction].flush()
+            st.framers[side].gap(data, where)
+        else:
+            feed(sink.exchange, st, side, ts, data, where)
+
+
 def on_data(sink: Sink, conn: Conn, side: int, ts_us: int, data: bytes, where: Where) -> bool:
     """Bytes of a connection: fed to the framers once it is Kafka, held while it is being classified (False: stop
     following it)."""
@@ -161,6 +192,9 @@ def on_data(sink: Sink, conn: Conn, side: int, ts_us: int, data: bytes, where: W
         return False
     if kind == "tls":
         direction = REQUEST if side == st.client_side else RESPONSE
+        if st.tls is not None:
+            decrypted(sink, st, ts_us, st.tls.feed(st, direction, data, where), where)
+            return True
         st.account.seen(direction, len(data))
         st.account.skipped(direction, "tls", len(data))
         return True

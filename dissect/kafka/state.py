@@ -14,6 +14,7 @@ from kafkatap.dissect.streams.reassembly import Where
 
 if TYPE_CHECKING:
     from kafkatap.dissect.kafka.bodies import Body
+    from kafkatap.dissect.kafka.decryption import Decryption
     from kafkatap.dissect.kafka.skips import Skips
 
 REQUEST, RESPONSE = 0, 1
@@ -56,13 +57,16 @@ class ConnState:
     """The sink's state for one connection (kept in Conn.state)."""
 
     __slots__ = ("conn_id", "client_addr", "broker_addr", "client_side", "kind", "framers", "skips", "req_sync",
-                 "resp_sync", "inflight", "orphans", "sasl", "seq", "account", "probe", "probe_bytes")
+                 "resp_sync", "inflight", "orphans", "sasl", "seq", "account", "probe", "probe_bytes", "tls",
+                 "tls_version")
 
     def __init__(self) -> None:
         self.conn_id: str | None = None
         self.client_addr = self.broker_addr = None
         self.client_side: int | None = None
         self.kind = "probe"  # probe -> kafka | tls | ignored
+        self.tls: Decryption | None = None  # a TLS connection being decrypted: framed as Kafka too
+        self.tls_version: str | None = None  # "TLS 1.3" once it handed out plaintext: the frames rows' `tls`
         self.framers: list[Framer] = []  # by side, once Kafka
         self.skips: tuple[Skips, Skips] | None = None  # by direction, once Kafka
         self.req_sync = RequestSync()

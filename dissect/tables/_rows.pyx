@@ -103,7 +103,7 @@ def frame(rows, st, req, resp, where, unpaired=False):
         req.api_version, req.correlation_id, req.client_id, req.size, resp.size, code,
         error_name(code) if code is not None else None, "ok",
     ) + (reference._entities(qf, rf) if qf or len(rf) > ("throttle_time_ms" in rf) + ("error_code" in rf)
-         else _NONE) + (topics, rf.get("throttle_time_ms"), None, request_json, response_json),
+         else _NONE) + (topics, rf.get("throttle_time_ms"), None, request_json, response_json, st.tls_version),
         len(request_json) + len(response_json))
 
 

@@ -65,6 +65,7 @@ class Rows:
             st.conn_id, st.client_addr, st.broker_addr, None, ts, None, None, "unknown", None, correlation_id, None,
             None, size, None, None, "unpaired_response", None, None, None, None, None, None, None, None, None, None,
             None, None, None, "request not captured: api unknown, response kept raw (not decoded)", None, None,
+            st.tls_version,
         ))
 
     def topic_list(self, qfound: Any, rfound: Any) -> tuple[str, ...] | None:
@@ -224,6 +225,7 @@ def frame(rows: Rows, st: ConnState, req: Request, resp: Response | None, where:
         req.correlation_id, req.client_id, req.size, resp_size, code, error, status,
     ) + (_entities(qf, rf) if qf or len(rf) > ("throttle_time_ms" in rf) + ("error_code" in rf) else _NONE) + (
         rows.topic_list(qfound, rfound), rf.get("throttle_time_ms"), errors, request_json, response_json,
+        st.tls_version,
     ), len(request_json or "") + len(response_json or ""))
 
 

@@ -69,6 +69,8 @@ FRAMES = table(
            "\"partitions\": [...]}], \"user_data\": ...}}` (assignment); bytes that should decode but do not get "
            "`\"$consumer_error\": \"reason at offset N\"` and a `malformed_consumer_protocol` anomaly."),
     column("response_json", pa.string(), "The full decoded response as JSON, in the same form as `request_json`."),
+    column("tls", pa.string(), "TLS version of a connection decrypted with `--tls-keylog` (`TLS 1.2`, `TLS 1.3`); "
+           "null in the clear."),
 )
 
 BATCHES = table(

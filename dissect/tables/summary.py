@@ -13,6 +13,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from kafkatap.dissect.tls import KeyLog
+
 
 def _iso(ts_us: int | None) -> str | None:
     if ts_us is None:
@@ -44,11 +46,23 @@ def _sum(parts: list[dict], key: str) -> dict[str, int]:
     return out
 
 
-def build(paths: list[str], parts: list[dict], late_names: dict[str, int]) -> dict:
+def tls(keylog_files: list[str], keylog: KeyLog | None, parts: list[dict]) -> dict[str, Any]:
+    """The key logs given (paths and line counts, never a secret) and what became of the TLS connections."""
+    counts = None if keylog is None else {"client_randoms": len(keylog), "secrets": keylog.lines,
+                                          "malformed_lines": keylog.malformed, "ignored_lines": keylog.ignored,
+                                          "conflicting_lines": keylog.conflicts}
+    return {"keylog_files": keylog_files, "keylog": counts, "connections": _sum(parts, "tls_outcomes")}
+
+
+def build(paths: list[str], parts: list[dict], late_names: dict[str, int], tls_info: dict[str, Any]) -> dict:
     """The summary of a run from its workers' results (each worker followed its own connections; the packet
     counts, the same in every worker, come from the first)."""
     stats = parts[0]["stats"]
     streams = [s for part in parts for s in part["streams"]]
+    warnings = [w for part in parts for w in part["warnings"]]
+    malformed = (tls_info["keylog"] or {}).get("malformed_lines")
+    if malformed:
+        warnings.append(f"{malformed} lines of the TLS key logs are not `LABEL client_random secret` lines: skipped")
     return {
         "files": list(paths),
         "capture_files_read": stats.files,
@@ -69,7 +83,8 @@ def build(paths: list[str], parts: list[dict], late_names: dict[str, int]) -> di
         "values_out_of_range": _sum(parts, "out_of_range"),
         "workers": len(parts),
         "byte_account": byte_account(streams),
-        "warnings": [w for part in parts for w in part["warnings"]],
+        "tls": tls_info,
+        "warnings": warnings,
     }
 
 
@@ -91,6 +106,11 @@ def render(summary: dict, console: Console) -> None:
     skipped = ", ".join(f"{k} {v:,}" for k, v in sorted(t["skipped"].items())) or "none"
     head.add_row("byte account", f"{t['seen']:,} seen = {t['decoded']:,} decoded + skipped ({skipped})"
                  f"  ({'balanced' if acc['balanced'] else 'NOT BALANCED'}); {t['lost_in_gaps']:,} lost in gaps")
+    tls_info = summary["tls"]
+    if tls_info["keylog_files"] or conns.get("tls"):
+        outcomes = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in tls_info["connections"].items() if v) or "none"
+        keylogs = ", ".join(tls_info["keylog_files"]) or "none given (--tls-keylog)"
+        head.add_row("tls", f"connections: {outcomes}; key logs: {keylogs}")
     console.print(head)
     tables = Table(show_header=True, box=None)
     tables.add_column("api", style="cyan")

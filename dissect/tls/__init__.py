@@ -3,7 +3,8 @@ in, the application data out, ready for the Kafka framer as if it had been sent 
 
     keylog = KeyLog.from_files(paths)             # malformed lines counted (keylog.malformed), never fatal
     session = TlsSession(keylog)                  # one per connection
-    session.feed(direction, data) -> list[(direction, plaintext)]   # 0: client -> server, 1: server -> client
+    session.feed(direction, data) -> list[(direction, plaintext)]   # 0: client -> server, 1: server -> client;
+                                                  # (direction, int): a hole of that many wire bytes in the plaintext
     session.gap(direction, nbytes)                # bytes the capture lost: that direction stops (lost_segment)
     session.close()                               # the connection ended: what is buffered is booked
     session.stats -> (TlsStats, TlsStats)         # seen = decrypted + tls_overhead + Σ undecrypted + pending
@@ -19,6 +20,6 @@ from __future__ import annotations
 from kafkatap.dissect.tls.account import REASONS, TlsStats
 from kafkatap.dissect.tls.alerts import Alert
 from kafkatap.dissect.tls.keylog import KeyLog
-from kafkatap.dissect.tls.session import CLIENT, SERVER, TlsSession
+from kafkatap.dissect.tls.session import CLIENT, SERVER, Output, TlsSession
 
-__all__ = ["CLIENT", "REASONS", "SERVER", "Alert", "KeyLog", "TlsSession", "TlsStats"]
+__all__ = ["CLIENT", "REASONS", "SERVER", "Alert", "KeyLog", "Output", "TlsSession", "TlsStats"]

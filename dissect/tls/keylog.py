@@ -7,6 +7,10 @@ appended to by several processes at once, or cut short by a crash, are normal, a
 connections their keys. Labels this package does not use (EXPORTER_SECRET, CLIENT_EARLY_TRAFFIC_SECRET, ...) are
 counted in `ignored`.
 
+The files are followed: when a connection's secret is missing, the whole lines appended to them since they were read
+are read first. A live capture is dissected while its clients still write their key log (`kafkatap capture
+--dissect --tls-keylog`), so connections opened after the run started find their secrets too.
+
 Secrets never reach any output: KeyLog and Secrets print labels and counts only.
 """
 
@@ -57,10 +61,11 @@ class Secrets:
 class KeyLog:
     """Every secret of one or more key log files, looked up by client_random (32 bytes)."""
 
-    __slots__ = ("_entries", "lines", "malformed", "ignored", "conflicts")
+    __slots__ = ("_entries", "_files", "lines", "malformed", "ignored", "conflicts")
 
     def __init__(self) -> None:
         self._entries: dict[bytes, Secrets] = {}
+        self._files: dict[str, int] = {}  # path -> bytes read so far
         self.lines = 0  # lines that carried a secret of a label used here
         self.malformed = 0  # lines that are neither comments, blank, nor `LABEL hex hex`
         self.ignored = 0  # well-formed lines of labels not used here
@@ -74,9 +79,12 @@ class KeyLog:
         return keylog
 
     def read(self, path: str | os.PathLike[str]) -> None:
-        """Merge one key log file in. A file that cannot be opened raises OSError; its lines never raise."""
+        """Merge one key log file in, and follow it. A file that cannot be opened raises OSError; its lines never
+        raise."""
         with open(path, "rb") as file:
-            self.add_lines(file)
+            data = file.read()
+        self._files[os.fspath(path)] = len(data)
+        self.add_lines(data.splitlines())
 
     def add_lines(self, lines: Iterable[bytes | str]) -> None:
         for line in lines:
@@ -108,6 +116,35 @@ class KeyLog:
 
     def get(self, client_random: bytes) -> Secrets | None:
         return self._entries.get(bytes(client_random))
+
+    def secret(self, client_random: bytes, label: str) -> bytes | None:
+        """One connection's secret of one label; when it is missing, after reading what the files gained since."""
+        secrets = self._entries.get(bytes(client_random))
+        found = secrets.get(label) if secrets else None
+        if found is None and self._catch_up():
+            secrets = self._entries.get(bytes(client_random))
+            found = secrets.get(label) if secrets else None
+        return found
+
+    def _catch_up(self) -> bool:
+        """Read the whole lines appended to the files since they were last read (a line still being written is
+        left for later); True if there were any."""
+        grew = False
+        for path, done in self._files.items():
+            try:
+                if os.stat(path).st_size <= done:
+                    continue
+                with open(path, "rb") as file:
+                    file.seek(done)
+                    data = file.read()
+            except OSError:  # deleted or replaced meanwhile: what was read stays
+                continue
+            end = data.rfind(b"\n") + 1
+            if end:
+                self._files[path] = done + end
+                self.add_lines(data[:end].splitlines())
+                grew = True
+        return grew
 
     def __contains__(self, client_random: object) -> bool:
         return isinstance(client_random, (bytes, bytearray, memoryview)) and bytes(client_random) in self._entries

@@ -12,6 +12,10 @@ bytes, and are opened, or booked with the other direction's reason, as soon as i
 AEAD records are numbered, so after a capture gap, a header that is not TLS, or keys this cannot get, a direction stops
 for good and books every later byte with the reason (account.py). A record failing authentication is booked as
 bad_record and skipped: the next ones still open, since a damaged record does not move the sequence.
+
+Record bytes not opened after a direction has handed out plaintext leave a hole in that plaintext. The output says
+where, as (direction, the hole's wire size) between the plaintext chunks, so a reader framing the plaintext (Kafka's
+4-byte sizes) drops the message the hole cut instead of reading across it, as after a capture gap.
 """
 
 from __future__ import annotations
@@ -19,8 +23,8 @@ from __future__ import annotations
 from cryptography.exceptions import InvalidTag
 
 from kafkatap.dissect.tls.account import (
-    BAD_RECORD, DECRYPTED, EARLY_DATA, LOST_SEGMENT, NO_HANDSHAKE, NO_KEY, RENEGOTIATION, TLS_OVERHEAD, TRUNCATED,
-    UNSUPPORTED_SUITE, TlsStats,
+    BAD_RECORD, DECRYPTED, EARLY_DATA, LOST_SEGMENT, NO_HANDSHAKE, NO_KEY, REASONS, RENEGOTIATION, TLS_OVERHEAD,
+    TRUNCATED, UNSUPPORTED_SUITE, TlsStats,
 )
 from kafkatap.dissect.tls.alerts import Alert, parse_alerts
 from kafkatap.dissect.tls.handshake import (
@@ -44,6 +48,7 @@ MAX_ALERTS = 64  # alerts kept per connection (a real one sends one or two)
 PLAINTEXT, HANDSHAKE_KEYS, TRAFFIC_KEYS = 0, 1, 2  # a direction's epochs (TLS 1.2 goes from PLAINTEXT to TRAFFIC_KEYS)
 TLS13_LABELS = ((CLIENT_HANDSHAKE_TRAFFIC_SECRET, SERVER_HANDSHAKE_TRAFFIC_SECRET),  # [application][direction]
                 (CLIENT_TRAFFIC_SECRET_0, SERVER_TRAFFIC_SECRET_0))
+Output = list[tuple[int, bytes | int]]  # (direction, plaintext), or (direction, wire bytes of a hole in it)
 
 
 class _Direction:
@@ -105,13 +110,14 @@ class TlsSession:
 
     # -- input
 
-    def feed(self, direction: int, data: bytes | bytearray | memoryview) -> list[tuple[int, bytes]]:
+    def feed(self, direction: int, data: bytes | bytearray | memoryview) -> Output:
         """Take the next bytes of one direction; return the application data now readable, as (direction, plaintext)
         chunks in order per direction. Mostly the direction fed; the other one's too when its records waited for the
-        hello these bytes carried."""
+        hello these bytes carried. A (direction, int) item is a hole in that direction's plaintext: that many wire
+        bytes of records not opened, after plaintext was handed out."""
         side = self._sides[direction]
         side.stats.seen += len(data)
-        plaintext: list[tuple[int, bytes]] = []
+        plaintext: Output = []
         if side.reason is not None:
             side.stats.book(side.reason, len(data))
             return plaintext
@@ -142,7 +148,7 @@ class TlsSession:
 
     # -- reading one direction
 
-    def _advance(self, direction: int, plaintext: list[tuple[int, bytes]]) -> bool:
+    def _advance(self, direction: int, plaintext: Output) -> bool:
         """Open this direction's whole records as far as possible; True if any was."""
         side = self._sides[direction]
         moved = False
@@ -159,11 +165,20 @@ class TlsSession:
                 break
             side.records.pop(record)
             side.stats.book(category, record.size)
+            if category in REASONS:
+                self._hole(direction, record.size, plaintext)
             moved = True
         if side.reason is not None:
-            side.stats.book(side.reason, side.records.drain())
+            dropped = side.records.drain()
+            side.stats.book(side.reason, dropped)
+            self._hole(direction, dropped, plaintext)
         side.stats.pending = side.records.pending
         return moved
+
+    def _hole(self, direction: int, nbytes: int, plaintext: Output) -> None:
+        """Mark record bytes not opened, when they cut the plaintext this direction has handed out."""
+        if nbytes and self._sides[direction].stats.plaintext:
+            plaintext.append((direction, nbytes))
 
     def _stop(self, direction: int, reason: str, detail: str) -> str:
         side = self._sides[direction]
@@ -177,7 +192,7 @@ class TlsSession:
         reason = self._sides[1 - direction].reason
         return None if reason is None else self._stop(direction, reason, f"the other direction stopped before {hello}")
 
-    def _open(self, direction: int, record: Record, plaintext: list[tuple[int, bytes]]) -> str | None:
+    def _open(self, direction: int, record: Record, plaintext: Output) -> str | None:
         """Read one record; return the category its bytes are booked under, or None if it must wait."""
         side = self._sides[direction]
         if side.epoch == PLAINTEXT:
@@ -186,7 +201,7 @@ class TlsSession:
             return self._open_tls13(direction, record, plaintext)
         return self._open_tls12(direction, record, plaintext)
 
-    def _open_plaintext(self, direction: int, record: Record, plaintext: list[tuple[int, bytes]]) -> str | None:
+    def _open_plaintext(self, direction: int, record: Record, plaintext: Output) -> str | None:
         side = self._sides[direction]
         content_type = record.content_type
         if content_type == ALERT:  # in the clear: a handshake refused, or a peer failing before encryption
@@ -249,8 +264,7 @@ class TlsSession:
 
     def _secret(self, label: str) -> bytes | None:
         assert self.client_hello is not None
-        secrets = self._keylog.get(self.client_hello.random)
-        return secrets.get(label) if secrets else None
+        return self._keylog.secret(self.client_hello.random, label)
 
     # -- TLS 1.3
 
@@ -270,7 +284,7 @@ class TlsSession:
             return self._stop(direction, NO_KEY, f"the key log has no {label} of {suite.hash.name} for this connection")
         return Tls13Decrypter(suite, secret)
 
-    def _start_tls13(self, direction: int, record: Record, plaintext: list[tuple[int, bytes]]) -> str | None:
+    def _start_tls13(self, direction: int, record: Record, plaintext: Output) -> str | None:
         """This direction's first encrypted record: under its handshake traffic secret, or 0-RTT data."""
         side = self._sides[direction]
         if side.decrypter is None:
@@ -284,7 +298,7 @@ class TlsSession:
             side.epoch = PLAINTEXT  # after a HelloRetryRequest, the second ClientHello follows in the clear
         return category
 
-    def _open_tls13(self, direction: int, record: Record, plaintext: list[tuple[int, bytes]]) -> str:
+    def _open_tls13(self, direction: int, record: Record, plaintext: Output) -> str:
         side = self._sides[direction]
         decrypter = side.decrypter
         assert isinstance(decrypter, Tls13Decrypter)
@@ -337,7 +351,7 @@ class TlsSession:
             side.decrypter = Tls12Decrypter(suite, key, iv)
         return TLS_OVERHEAD
 
-    def _open_tls12(self, direction: int, record: Record, plaintext: list[tuple[int, bytes]]) -> str:
+    def _open_tls12(self, direction: int, record: Record, plaintext: Output) -> str:
         decrypter = self._sides[direction].decrypter
         assert isinstance(decrypter, Tls12Decrypter)
         try:
@@ -356,7 +370,7 @@ class TlsSession:
             self._stop(direction, RENEGOTIATION, "a second ChangeCipherSpec switches to keys not followed here")
         return TLS_OVERHEAD
 
-    def _deliver(self, direction: int, content: bytes, plaintext: list[tuple[int, bytes]]) -> str:
+    def _deliver(self, direction: int, content: bytes, plaintext: Output) -> str:
         if content:
             plaintext.append((direction, content))
             self._sides[direction].stats.plaintext += len(content)

@@ -50,6 +50,17 @@ def test_bootstrap_errors(tmp_path: Path, bootstrap: str, code: int, message: st
     assert not (tmp_path / "ring").exists()
 
 
+def test_tls_keylog_needs_dissect_and_a_readable_file(tmp_path: Path) -> None:
+    keys = tmp_path / "keys.log"
+    done = capture("-i", "lo", "--port", str(PORT), "-w", str(tmp_path / "ring"), "--tls-keylog", str(keys))
+    assert done.returncode == 2 and "--tls-keylog needs --dissect OUT" in done.stderr
+    done = capture("-i", "lo", "--port", str(PORT), "-w", str(tmp_path / "ring"), "--dissect", str(tmp_path / "out"),
+                   "--tls-keylog", str(keys))
+    assert done.returncode == 2 and f"--tls-keylog {keys}: cannot be read (No such file" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+    assert not (tmp_path / "ring").exists() and not (tmp_path / "out").exists()
+
+
 def test_refuses_a_directory_with_an_earlier_run(tmp_path: Path) -> None:
     earlier = tmp_path / "kafkatap_00001_20260101000000.pcapng"
     earlier.write_bytes(b"earlier run")

@@ -36,6 +36,7 @@ class Conversation:
     keylog: bytes  # the client's key log file
     version: str  # as ssl reports it: "TLSv1.3"
     cipher: str  # OpenSSL's name
+    flights: tuple[tuple[int, bytes], ...] = ()  # (direction, bytes) in the order the peers sent them
 
 
 def script(seed: int = 7) -> list[tuple[int, bytes]]:
@@ -68,6 +69,7 @@ class _Link:
         self.ends = (client.wrap_bio(*self.bios[0], server_hostname="broker.kafkatap.test"),
                      server.wrap_bio(*self.bios[1], server_side=True))
         self.wire = (bytearray(), bytearray())
+        self.flights: list[tuple[int, bytes]] = []
         self.received = (bytearray(), bytearray())  # application data each side read, indexed by sender
         self.done = [False, False]  # handshake finished, per side
 
@@ -79,6 +81,7 @@ class _Link:
                 data = self.bios[side][1].read()
                 if data:
                     self.wire[side].extend(data)
+                    self.flights.append((side, data))
                     self.bios[1 - side][0].write(data)
                     moved = True
             for side in (0, 1):
@@ -166,7 +169,7 @@ def converse(*, key_type: str = "rsa", maximum_version: ssl.TLSVersion | None = 
         version, cipher = link.ends[0].version(), link.ends[0].cipher()[0]
         keylog = (Path(tmp) / "keylog.txt").read_bytes()
     return Conversation((bytes(link.wire[0]), bytes(link.wire[1])), (bytes(sent[0]), bytes(sent[1])), keylog,
-                        version, cipher)
+                        version, cipher, tuple(link.flights))
 
 
 def converse_apart(*, tls13_suite: str | None = None, key_update: bool = False, **options: object) -> Conversation:

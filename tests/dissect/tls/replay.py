@@ -22,7 +22,8 @@ def replay(session: TlsSession, wire: Sequence[bytes | bytearray], seed: int = 0
         chunk = bytes(wire[direction][pos[direction]:pos[direction] + size])
         pos[direction] += len(chunk)
         for which, plaintext in session.feed(direction, chunk):
-            got[which].extend(plaintext)
+            if isinstance(plaintext, bytes):  # else a hole's size
+                got[which].extend(plaintext)
     if close:
         session.close()
     return bytes(got[0]), bytes(got[1])

@@ -75,3 +75,24 @@ def test_repr_names_counts_and_labels_never_secrets() -> None:
     text = repr(keylog) + str(keylog) + repr(keylog.get(bytes.fromhex(RANDOM_A)))
     assert "11" * 4 not in text and "22" * 4 not in text and "\\x11" not in text
     assert "client_randoms=1, secrets=2" in text and "CLIENT_RANDOM, SERVER_TRAFFIC_SECRET_0" in text
+
+
+def test_followed_files_give_secrets_appended_later(tmp_path: Path) -> None:
+    """A live capture is dissected while the clients still write their key log: a missing secret is looked for in
+    the lines appended since, and a line still being written waits until it is whole."""
+    path = tmp_path / "keys.log"
+    path.write_text(f"CLIENT_RANDOM {RANDOM_A} {MASTER}\n")
+    keylog = KeyLog.from_files([path])
+    random_b = bytes.fromhex(RANDOM_B)
+    assert keylog.secret(random_b, "CLIENT_RANDOM") is None
+    with path.open("a") as file:
+        file.write(f"CLIENT_RANDOM {RANDOM_B} {MASTER[:50]}")  # half a line
+        file.flush()
+        assert keylog.secret(random_b, "CLIENT_RANDOM") is None and keylog.malformed == 0
+        file.write(f"{MASTER[50:]}\nCLIENT_HANDSHAKE_TRAFFIC_SECRET {RANDOM_B} {TRAFFIC}\n")
+    assert keylog.secret(random_b, "CLIENT_RANDOM") == bytes.fromhex(MASTER)
+    assert keylog.secret(random_b, "CLIENT_HANDSHAKE_TRAFFIC_SECRET") == bytes.fromhex(TRAFFIC)
+    assert keylog.lines == 3 and keylog.malformed == 0
+    path.unlink()
+    assert keylog.secret(random_b, "SERVER_TRAFFIC_SECRET_0") is None  # a file gone: what was read stays
+    assert keylog.secret(bytes.fromhex(RANDOM_A), "CLIENT_RANDOM") == bytes.fromhex(MASTER)

@@ -175,6 +175,12 @@ def test_a_damaged_record_costs_only_itself() -> None:
         assert session.stats[1].undecrypted == {"bad_record": size}
         assert len(plaintext) < len(conv.sent[1]) and conv.sent[1].startswith(plaintext[:1000])
         assert balanced(session)
+        session = TlsSession(keylog_of(conv))  # the plaintext says where the record was missed
+        output = session.feed(0, conv.wire[0]) + session.feed(1, bytes(wire))
+        assert [item for item in output if isinstance(item[1], int)] == [(1, size)]
+        before = b"".join(p for d, p in output[:output.index((1, size))] if d == 1)
+        after = b"".join(p for d, p in output[output.index((1, size)) + 1:] if d == 1)
+        assert conv.sent[1].startswith(before) and conv.sent[1].endswith(after) and before and after
 
 
 def test_no_secret_reaches_a_repr_or_a_counter() -> None:
