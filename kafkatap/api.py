@@ -28,14 +28,16 @@ if TYPE_CHECKING:
 
 def dissect_captures(captures: Sequence[str | os.PathLike], out: str | os.PathLike, *, ports: Iterable[int] = (9092,),
                      records: bool = False, payloads: bool = False, workers: int = 1, progress: bool = False,
+                     tls_keylog: Iterable[str | os.PathLike] = (),
                      on_progress: Callable[[int, int], None] | None = None, stop: Event | None = None) -> dict:
     """Dissect capture files (one capture) into Parquet tables under `out`; returns its summary.json content.
-    on_progress(messages, capture_bytes) hears how far the run is (workers=1); setting `stop` ends the run early
-    with what it has read (summary `interrupted`)."""
+    tls_keylog: NSS key log files to decrypt TLS with. on_progress(messages, capture_bytes) hears how far the run
+    is (workers=1); setting `stop` ends the run early with what it has read (summary `interrupted`)."""
     from kafkatap.dissect.run import dissect_captures as run
 
     return run([os.fspath(c) for c in captures], os.fspath(out), ports=ports, records=records, payloads=payloads,
-               workers=workers, progress=progress, on_progress=on_progress, stop=stop)
+               workers=workers, progress=progress, tls_keylog=[os.fspath(k) for k in tls_keylog],
+               on_progress=on_progress, stop=stop)
 
 
 def analyze(out: str | os.PathLike, report: str | os.PathLike, *, spark: SparkSession | None = None,
@@ -75,8 +77,9 @@ class Outputs:
 
 
 def report(captures: Sequence[str | os.PathLike], out: str | os.PathLike, *, ports: Iterable[int] = (9092,),
-           workers: int = 1, spark: SparkSession | None = None, master: str | None = None, window: str = "1s",
-           verbose: bool = False, on_stage: Callable[[str], None] | None = None, on_progress: Callable[[int, int], None] | None = None,
+           workers: int = 1, tls_keylog: Iterable[str | os.PathLike] = (), spark: SparkSession | None = None,
+           master: str | None = None, window: str = "1s", verbose: bool = False,
+           on_stage: Callable[[str], None] | None = None, on_progress: Callable[[int, int], None] | None = None,
            on_job: Callable[[str, float], None] | None = None, stop: Event | None = None) -> Outputs:
     """The whole chain into `out`: dissected/ (with records), report/ and dashboard.html. on_stage(name) hears
     "dissect", "analyze" and "dashboard" as each starts; an interrupted dissect ends the chain there."""
@@ -88,7 +91,8 @@ def report(captures: Sequence[str | os.PathLike], out: str | os.PathLike, *, por
     tell = on_stage or (lambda stage: None)
     tell("dissect")
     done.dissect_summary = dissect_captures(captures, done.dissected, ports=ports, records=True, workers=workers,
-                                            on_progress=on_progress if workers == 1 else None, stop=stop)
+                                            tls_keylog=tls_keylog, on_progress=on_progress if workers == 1 else None,
+                                            stop=stop)
     if done.dissect_summary["interrupted"]:
         return done
     tell("analyze")

@@ -9,6 +9,7 @@ is analyzed).
 from __future__ import annotations
 
 import os
+import sys
 import webbrowser
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from kafkatap import api, errors
+from kafkatap.dissect.cli import add_keylog_option, keylog_files
 from kafkatap.dissect.stop import stop_on_signal
 from kafkatap.errors import UsageError
 
@@ -29,6 +31,7 @@ def parser() -> errors.ArgumentParser:
     p.add_argument("--port", type=int, action="append", metavar="PORT",
                    help="a Kafka broker port (repeatable; default 9092; Kafka on other ports is found anyway)")
     p.add_argument("--workers", type=int, default=1, metavar="N", help="dissect with N processes")
+    add_keylog_option(p)
     p.add_argument("--master", default=None, help="Spark master for the pipelines (default local[*])")
     p.add_argument("--window", default="1s", help="throughput window, e.g. 500ms, 1s, 1m (default 1s)")
     p.add_argument("--open", action="store_true", help="open the dashboard in a browser when done")
@@ -46,12 +49,15 @@ def main(argv: list[str]) -> int:
         raise UsageError(f"no such file: {', '.join(missing)}")
     if args.workers < 1:
         raise UsageError("--workers must be at least 1")
+    keylogs = keylog_files(args.tls_keylog, lambda line: print(f"kafkatap report: warning: {line}", file=sys.stderr))
     return run(args.captures, Path(args.out), ports=args.port or [9092], workers=args.workers, master=args.master,
-               window=args.window, open_page=args.open, quiet=args.quiet, verbose=args.verbose)
+               window=args.window, open_page=args.open, quiet=args.quiet, verbose=args.verbose,
+               tls_keylog=keylogs)
 
 
 def run(captures: list[str], out: Path, *, ports: list[int], workers: int = 1, master: str | None = None,
-        window: str = "1s", open_page: bool = False, quiet: bool = False, verbose: bool = False) -> int:
+        window: str = "1s", open_page: bool = False, quiet: bool = False, verbose: bool = False,
+        tls_keylog: list[str] | None = None) -> int:
     """The whole chain with its display; returns the exit code (also `kafkatap demo`'s). The stages are called one
     by one (not through api.report) so that Ctrl-C stops the dissect cleanly and the later stages at once."""
     from kafkatap.pipelines.storage import window_interval
@@ -65,9 +71,9 @@ def run(captures: list[str], out: Path, *, ports: list[int], workers: int = 1, m
     total = sum(os.path.getsize(c) for c in captures)
     with Stages(console, console.is_terminal and not quiet, total) as stages:
         with stop_on_signal() as stop:
-            done.dissect_summary = api.dissect_captures(captures, done.dissected, ports=ports, records=True,
-                                                        workers=workers, stop=stop,
-                                                        on_progress=stages.dissected if workers == 1 else None)
+            done.dissect_summary = api.dissect_captures(
+                captures, done.dissected, ports=ports, records=True, workers=workers, stop=stop,
+                tls_keylog=tls_keylog or (), on_progress=stages.dissected if workers == 1 else None)
         stages.next()
         if done.dissect_summary["interrupted"]:
             raise errors.CommandError(f"interrupted: {done.dissected} holds what was dissected before the signal; "
@@ -131,7 +137,8 @@ def closing(done: api.Outputs, console: Console) -> None:
     t = Table(title="kafkatap report", show_header=False, box=None)
     t.add_column(no_wrap=True)
     t.add_column(overflow="fold")  # a path in full, over several lines if need be
-    t.add_row("capture", f"{len(d['files'])} file(s), {d['packets']:,} packets, span {r.get('capture_span_s', 0):.1f} s")
+    span = r.get("capture_span_s", 0)
+    t.add_row("capture", f"{len(d['files'])} file(s), {d['packets']:,} packets, span {span:.1f} s")
     t.add_row("kafka", f"{r.get('frames', 0):,} frames on {r.get('connections', 0)} connections, "
                        f"{r.get('clients', 0)} clients, {r.get('brokers', 0)} brokers, {r.get('groups', 0)} groups")
     t.add_row("errors", f"{r.get('errors', 0):,} error responses, {r.get('anomalies', 0):,} anomalies")
