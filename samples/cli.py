@@ -22,9 +22,9 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
 
     if args.command == "list":
-        from kafkatap.samples import SAMPLE_DIR
+        from kafkatap.samples import capture_path
         for name in NAMES:
-            pcap = SAMPLE_DIR / f"{name}.pcapng"
+            pcap = capture_path(name)
             size = f"{pcap.stat().st_size:>9,} bytes" if pcap.exists() else "  (not made)"
             print(f"{name:<28} {size}")
         return 0
@@ -33,7 +33,7 @@ def main(argv: list[str]) -> int:
     if unknown:
         parser.error(f"unknown sample(s) {unknown}; known: {', '.join(NAMES)}")
     try:
-        from kafkatap.samples.make import make
+        from kafkatap.samples.make import capture_file, make
     except ImportError as exc:
         raise errors.CommandError(f"making samples needs real Kafka clients and a broker ({exc.name} is missing): "
                                   "pip install 'kafkatap[samples]'") from None
@@ -47,7 +47,7 @@ def main(argv: list[str]) -> int:
             failed.append(name)
             print(f"{name}: FAILED: {exc}", file=sys.stderr)
             continue
-        size = (args.out / f"{name}.pcapng").stat().st_size
+        size = capture_file(name, args.out).stat().st_size
         print(f"{name}: {size:,} bytes, {sum(doc['requests']['by_api'].values())} requests, "
               f"{time.monotonic() - t0:.1f} s")
     return 1 if failed else 0

@@ -16,11 +16,22 @@ import kafka
 
 from kafkatap.samples.brokers import MockCluster, Tansu, kill_stray_tansu, tansu_version
 from kafkatap.samples.capture import Capture, port_filter
+from kafkatap.samples.tls import TlsClients
 from kafkatap.samples.clients import RequestLog
 from kafkatap.samples.truth import Truth, api_name, validate
 
 SAMPLE_DIR = Path(__file__).parent
+TLS_DIR = SAMPLE_DIR / "tls"
 MAX_CAPTURE_BYTES = 2_000_000
+
+
+@dataclass(frozen=True)
+class TlsSpec:
+    """TLS in front of Tansu (samples/tls.py): the port clients reach, the highest version they offer, and whether
+    they log in with SASL/PLAIN inside it. The capture holds that port only, and the clients' key log is kept."""
+    port: int
+    maximum_version: str | None = None  # an ssl.TLSVersion name, e.g. "TLSv1_2"; None: TLS 1.3
+    sasl_users: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -32,6 +43,7 @@ class Spec:
     mock_brokers: int = 0
     tshark_comparable: bool = False
     synthetic: bool = False  # written by samples.synthetic: no broker runs, run() leaves its Wire in env.wire
+    tls: TlsSpec | None = None  # made in TLS_DIR with its key log: the other samples are dissected without one
 
 
 @dataclass
@@ -43,12 +55,26 @@ class Env:
     mock: MockCluster | None = None
     after_run: list = field(default_factory=list)  # callables run once the clients' logs are complete
     wire: object = None  # samples.synthetic.Wire of a synthetic sample
+    tls: TlsClients | None = None  # with Spec.tls: what the clients need to reach the broker through TLS
+
+
+def folder(spec: Spec, out_dir: Path = SAMPLE_DIR) -> Path:
+    """Where a sample goes: TLS samples in their own folder of the bundled ones (with their key logs), since every
+    other sample is dissected without a key log."""
+    return TLS_DIR if spec.tls and out_dir == SAMPLE_DIR else out_dir
+
+
+def capture_file(name: str, out_dir: Path = SAMPLE_DIR) -> Path:
+    """The capture sample `name` is written to."""
+    spec = importlib.import_module(f"kafkatap.samples.workloads.{name}").SPEC
+    return folder(spec, out_dir) / f"{name}.pcapng"
 
 
 def make(name: str, out_dir: Path = SAMPLE_DIR) -> dict:
     """Run workload `name` under capture (or synthesize it); write `<name>.pcapng` and `<name>.truth.json`."""
     module = importlib.import_module(f"kafkatap.samples.workloads.{name}")
     spec: Spec = module.SPEC
+    out_dir = folder(spec, out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     pcap, truth_path = out_dir / f"{name}.pcapng", out_dir / f"{name}.truth.json"
     tmp_pcap = out_dir / f".{name}.pcapng.partial"
@@ -59,6 +85,7 @@ def make(name: str, out_dir: Path = SAMPLE_DIR) -> dict:
                                                                                          tmp_pcap)
     except BaseException:
         tmp_pcap.unlink(missing_ok=True)
+        _keylog(tmp_pcap).unlink(missing_ok=True)
         raise
     requests = {"source": "the synthesizer's own ledger" if spec.synthetic else
                 "client logs (librdkafka protocol debug log, kafka-python request encoder)",
@@ -81,14 +108,21 @@ def make(name: str, out_dir: Path = SAMPLE_DIR) -> dict:
         "librdkafka_mock": sorted(mock_ports), **({"synthetic": [spec.tansu_port]} if spec.synthetic else {})}
     truth.doc["capture_filter"] = port_filter(ports)
     truth.doc["tshark_comparable"] = spec.tshark_comparable
+    if spec.tls:
+        truth.doc["tls"] = {"keylog": f"{name}.keys", "terminator_port": spec.tls.port, "tansu_port": spec.tansu_port,
+                            "maximum_version": spec.tls.maximum_version or "TLSv1_3",
+                            "sasl_users": [user for user, _ in spec.tls.sasl_users]}
     doc = truth.finish(requests, log.errors_by_client())
     problems = validate(doc)
     size = tmp_pcap.stat().st_size
     if problems or size > MAX_CAPTURE_BYTES:
         tmp_pcap.unlink()
+        _keylog(tmp_pcap).unlink(missing_ok=True)
         raise RuntimeError(f"{name}: truth is malformed: {problems}" if problems else
                            f"{name}: capture is {size} bytes, over the {MAX_CAPTURE_BYTES} budget")
     tmp_pcap.chmod(0o644)  # dumpcap creates its files private
+    if spec.tls:
+        _keylog(tmp_pcap).replace(out_dir / f"{name}.keys")
     tmp_pcap.replace(pcap)
     truth_path.write_text(json.dumps(doc, indent=1) + "\n")
     return doc
@@ -107,11 +141,15 @@ def _capture(spec: Spec, module, truth: Truth, log: RequestLog, pcap: Path) -> t
                 mock_ports = list(mock.ports)
                 ports += mock_ports
             # Brokers first, capture second: the readiness probes stay out of the capture, the clients' traffic is in.
-            tansu = stack.enter_context(Tansu(spec.tansu_port)) if spec.tansu_port else None
+            advertised = spec.tls.port if spec.tls else None
+            tansu = stack.enter_context(Tansu(spec.tansu_port, advertised=advertised)) if spec.tansu_port else None
+            tls = stack.enter_context(TlsClients(spec.tls, spec.tansu_port, _keylog(pcap))) if spec.tls else None
+            if tls:
+                ports = [spec.tls.port]  # the clients' side only: the terminator's own leg to Tansu is plaintext
             stack.enter_context(Capture(pcap, ports))
             stack.enter_context(log.kafka_python())
             stack.enter_context(log.librdkafka_stderr())
-            env = Env(truth, log, tansu, mock)
+            env = Env(truth, log, tansu, mock, tls=tls)
             module.run(env)
         for finish in env.after_run:
             finish()
@@ -119,6 +157,11 @@ def _capture(spec: Spec, module, truth: Truth, log: RequestLog, pcap: Path) -> t
         if spec.tansu_port:
             kill_stray_tansu([spec.tansu_port])
     return ports, mock_ports, broker_counts
+
+
+def _keylog(pcap: Path) -> Path:
+    """Where the clients of a TLS sample write their key log while it is made (beside the partial capture)."""
+    return pcap.with_name(pcap.name.replace(".pcapng.partial", ".keys.partial"))
 
 
 def _synthesize(spec: Spec, module, truth: Truth, log: RequestLog, pcap: Path) -> tuple[list[int], list[int], Counter]:

@@ -12,13 +12,18 @@ import datetime
 import ipaddress
 import ssl
 import struct
+import tempfile
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import NameOID
+
+if TYPE_CHECKING:
+    from kafkatap.samples.make import TlsSpec
 
 SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
 SASL_AUTHENTICATION_FAILED = 58
@@ -162,3 +167,42 @@ def _string(text: str) -> bytes:
 
 def _sized(body: bytes) -> bytes:
     return struct.pack(">i", len(body)) + body
+
+
+class TlsClients:
+    """A sample's TLS side while it is made: a certificate, the terminator in front of Tansu, and the settings its
+    kafka-python clients take (`config()`), which write their secrets to `keylog`."""
+
+    def __init__(self, spec: TlsSpec, upstream: int, keylog: Path) -> None:
+        self.spec = spec
+        self.upstream = upstream
+        self.keylog = keylog
+        self.bootstrap = f"127.0.0.1:{spec.port}"
+        self._folder = tempfile.TemporaryDirectory(prefix="kafkatap-tls-")
+        self._terminator: TlsTerminator | None = None
+        self.cafile = Path()
+
+    def __enter__(self) -> TlsClients:
+        self.cafile, keyfile = self_signed(Path(self._folder.name))
+        users = dict(self.spec.sasl_users) or None
+        self._terminator = TlsTerminator(self.spec.port, self.upstream, self.cafile, keyfile, users).__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._terminator is not None:
+            self._terminator.__exit__(*exc)
+        self._folder.cleanup()
+
+    @property
+    def logins(self) -> list[tuple[str, bool]]:
+        return self._terminator.logins if self._terminator is not None else []
+
+    def config(self) -> dict:
+        """kafka-python settings: TLS through the terminator (and SASL/PLAIN as its first user, if it has users)."""
+        maximum = ssl.TLSVersion[self.spec.maximum_version] if self.spec.maximum_version else None
+        config = {"bootstrap_servers": self.bootstrap, "ssl_context": client_context(self.cafile, self.keylog, maximum),
+                  "security_protocol": "SASL_SSL" if self.spec.sasl_users else "SSL"}
+        if self.spec.sasl_users:
+            user, password = self.spec.sasl_users[0]
+            config.update(sasl_mechanism="PLAIN", sasl_plain_username=user, sasl_plain_password=password)
+        return config

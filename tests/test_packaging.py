@@ -43,6 +43,9 @@ def test_wheel_holds_only_kafkatap(wheel: Path) -> None:
     for stage in ("capture", "dissect", "pipelines", "dashboards", "samples"):
         assert f"kafkatap/{stage}/__init__.py" in names
     assert "kafkatap/samples/day_in_the_life.pcapng" in names
+    assert {"kafkatap/samples/tls/tls13.pcapng", "kafkatap/samples/tls/tls13.keys",
+            "kafkatap/samples/tls/tls13.truth.json"} <= set(names)
+    assert "kafkatap/pipelines/log4j2.properties" in names
     assert "kafkatap/dissect/protocol/generated/api_keys.py" in names
 
 

@@ -10,4 +10,6 @@ NAMES = (
     "day_in_the_life",
     "synthetic_read_committed",
     "synthetic_classic_rebalance",
+    "tls13",
+    "tls12_sasl",
 )

@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.support.paths import ROOT
+from tests.support.tls import assert_no_secrets, tshark_requests
 
 pytestmark = [pytest.mark.live, pytest.mark.slow,
               pytest.mark.skipif(os.geteuid() != 0, reason="live captures need capture rights (root here)"),
@@ -133,27 +134,6 @@ def table(out: Path, name: str) -> list[dict]:
     return pq.read_table(out / name).to_pylist()
 
 
-def tshark_requests(run: Run) -> set[tuple[int, int, int, int]]:
-    """(client port, api_key, api_version, correlation_id) of each request tshark decrypts and decodes, through
-    pyshark with the same key log (decode-as: TLS on the port, Kafka inside it)."""
-    import pyshark
-
-    port = run.case.tls_port
-    capture = pyshark.FileCapture(str(run.capture), display_filter="kafka", keep_packets=False,
-                                  decode_as={f"tcp.port=={port}": "tls", f"tls.port=={port}": "kafka"},
-                                  override_prefs={"tls.keylog_file": str(run.keylog)})
-    found = set()
-    try:
-        for packet in capture:
-            for layer in packet.layers:
-                if layer.layer_name == "kafka" and layer.get_field("request_frame") is None:  # a request
-                    found.add((int(packet.tcp.srcport), int(layer.api_key), int(layer.api_version),
-                               int(layer.correlation_id)))
-    finally:
-        capture.close()
-    return found
-
-
 @pytest.mark.parametrize("name", CASES)
 def test_decrypted_capture_is_what_clients_sent_and_what_tshark_sees(runs: dict[str, Run], name: str,
                                                                      tmp_path: Path) -> None:
@@ -167,7 +147,7 @@ def test_decrypted_capture_is_what_clients_sent_and_what_tshark_sees(runs: dict[
 
     ours = {(int(f["client_addr"].rsplit(":", 1)[1]), f["api_key"], f["api_version"], f["correlation_id"])
             for f in frames}
-    theirs = tshark_requests(run)
+    theirs = tshark_requests(run.capture, run.case.tls_port, run.keylog)
     assert theirs and ours == theirs and len(frames) == len(theirs)
     by_client: dict = {}
     for f in frames:
@@ -193,19 +173,7 @@ def test_decrypted_capture_is_what_clients_sent_and_what_tshark_sees(runs: dict[
     assert summary["tls"]["connections"]["decrypted"] == summary["connections"]["tls"] == len(account["streams"]) / 2
     assert summary["tls"]["keylog_files"] == [str(run.keylog)]
 
-    text = (out / "summary.json").read_text()
-    raw = b""
-    for name_ in TABLES:
-        rows = table(out, name_)
-        text += json.dumps(rows, default=repr)
-        raw += b"".join(v for row in rows for v in row.values() if isinstance(v, bytes))
-    raw += b"".join(p.read_bytes() for p in out.glob("*/*.parquet"))
-    secrets = [bytes.fromhex(line.split()[2]) for line in run.keylog.read_text().splitlines()
-               if line.strip() and not line.startswith("#")]
-    assert len(secrets) >= len(account["streams"]) / 2
-    for secret in secrets:
-        assert secret.hex() not in text.lower() and secret not in raw and secret.hex().encode() not in raw.lower()
-    assert PASSWORD not in text and PASSWORD.encode() not in raw
+    assert assert_no_secrets(out, run.keylog, (PASSWORD,)) >= len(account["streams"]) / 2
 
 
 def test_without_the_key_log_and_with_another_one(runs: dict[str, Run], tmp_path: Path) -> None:
