@@ -4,10 +4,13 @@ not decode is a `decode_error` row; neither is skipped as `resync`."""
 
 from __future__ import annotations
 
+import shutil
 import struct
+import subprocess
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 
 from kafkatap.dissect.run import dissect_captures
 from tests.support.kafka_messages import frame, metadata_request, metadata_response
@@ -74,3 +77,34 @@ def test_without_a_syn_an_unknown_request_is_not_trusted(tmp_path: Path) -> None
     assert [r["api_key"] for r in rows] == [3]
     assert [a["bytes"] for a in anomalies if a["kind"] == "resync" and a["direction"] == "request"] == [4 + 22 + 3]
     assert summary["byte_account"]["totals"]["skipped"]["resync"] >= 4 + 22 + 3
+
+
+ODD_DELETES = [struct.pack(">ihi", 1, 50, 30000) + b"abc",  # a topic name longer than the frame
+               struct.pack(">ih", 1, -5) + struct.pack(">i", 1000),  # a negative string length
+               struct.pack(">ih", 1, 3) + b"\xff\xfe\xfd" + struct.pack(">i", 1000)]  # not UTF-8
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark not installed")
+def test_every_request_tshark_lists_is_a_row(tmp_path: Path) -> None:
+    """Wireshark-style crafted traffic: an unknown api key, an unknown version, three DeleteTopics with odd strings
+    on three connections, and the unknown ones again mid-stream right after a decoded message. tshark lists every
+    request's header; each must be a frame row with the same api key, version and correlation id."""
+    frames = (connection(50001, [(raw_request(10000, 0, 1, b"\x01\x02\x03"), raw_response(1, b"\x00\x00")),
+                                 (metadata_request(2), metadata_response(2))])
+              + connection(50002, [(raw_request(3, 1000, 5, b"\x00" * 6), raw_response(5, b"\x00" * 8))])
+              + [f for i, body in enumerate(ODD_DELETES)
+                 for f in connection(50003 + i, [(raw_request(20, 1, 7 + i, body), raw_response(7 + i, b"\x00" * 8))])]
+              + connection(50010, [(metadata_request(1), metadata_response(1)),
+                                   (raw_request(10000, 0, 2, b"\x01\x02\x03"), raw_response(2, b"\x00\x00")),
+                                   (raw_request(3, 1000, 3, b"\x00" * 6), raw_response(3, b"\x00" * 8))], syn=False))
+    summary, rows, _ = dissect(tmp_path, frames)
+    fields = subprocess.run(["tshark", "-r", str(tmp_path / "unknown.pcap"), "-d", f"tcp.port=={PORT},kafka", "-Y",
+                             f"kafka && tcp.dstport=={PORT}", "-T", "fields", "-e", "tcp.srcport", "-e",
+                             "kafka.api_key", "-e", "kafka.api_version", "-e", "kafka.correlation_id"],
+                            check=True, capture_output=True, text=True).stdout
+    theirs = sorted(tuple(int(v) for v in line.split("\t")) for line in fields.splitlines())
+    ours = sorted((int(r["client_addr"].rsplit(":", 1)[1]), r["api_key"], r["api_version"], r["correlation_id"])
+                  for r in rows)
+    assert len(theirs) == 9 and ours == theirs
+    assert summary["frames_by_status"] == {"decode_error": 3, "ok": 2, "unknown_api": 4}
