@@ -42,16 +42,18 @@ def dissect_captures(captures: Sequence[str | os.PathLike], out: str | os.PathLi
 
 def analyze(out: str | os.PathLike, report: str | os.PathLike, *, spark: SparkSession | None = None,
             master: str | None = None, window: str = "1s", jobs: Sequence[str] | None = None,
-            on_job: Callable[[str, float], None] | None = None, verbose: bool = False) -> dict:
+            on_job: Callable[[str, float], None] | None = None, verbose: bool = False,
+            spark_log: str | None = None) -> dict:
     """Run the pipelines over a dissect output into `report`; returns the report's summary.json content.
-    Uses `spark` when given, else starts a local session (or one on `master`) whose JVM writes its log to a file
-    (verbose=True: to the terminal); on_job(job, seconds) hears of each job as it ends."""
+    Uses `spark` when given, else starts a local session (or one on `master`) whose JVM writes its log to
+    `spark_log` (default: a new file under $TMPDIR/kafkatap-logs; verbose=True: the terminal); on_job(job, seconds)
+    hears of each job as it ends."""
     from kafkatap.pipelines.failures import spark_failures
     from kafkatap.pipelines.launch import log_path
     from kafkatap.pipelines.report import JOBS, run
     from kafkatap.pipelines.spark import get_spark
 
-    log = None if verbose else log_path("analyze")
+    log = None if verbose else spark_log or log_path("analyze")
     with spark_failures(os.fspath(report), log):
         if spark is None:
             spark = get_spark("kafkatap-analyze", master or "local[*]", log=log)

@@ -60,6 +60,7 @@ def run(captures: list[str], out: Path, *, ports: list[int], workers: int = 1, m
         tls_keylog: list[str] | None = None) -> int:
     """The whole chain with its display; returns the exit code (also `kafkatap demo`'s). The stages are called one
     by one (not through api.report) so that Ctrl-C stops the dissect cleanly and the later stages at once."""
+    from kafkatap.pipelines.launch import log_path
     from kafkatap.pipelines.storage import window_interval
 
     try:
@@ -67,6 +68,7 @@ def run(captures: list[str], out: Path, *, ports: list[int], workers: int = 1, m
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     console = Console(stderr=True)
+    spark_log = None if verbose else log_path("report")
     done = api.Outputs(out / "dissected", out / "report", out / "dashboard.html", {}, {})
     total = sum(os.path.getsize(c) for c in captures)
     with Stages(console, console.is_terminal and not quiet, total) as stages:
@@ -79,12 +81,12 @@ def run(captures: list[str], out: Path, *, ports: list[int], workers: int = 1, m
             raise errors.CommandError(f"interrupted: {done.dissected} holds what was dissected before the signal; "
                                       "nothing was analyzed", errors.INTERRUPTED)
         done.report_summary = api.analyze(done.dissected, done.report, master=master, window=window,
-                                          on_job=stages.job_done, verbose=verbose)
+                                          on_job=stages.job_done, verbose=verbose, spark_log=spark_log)
         stages.next()
         api.dashboard(done.report, done.page)
         stages.next()
     if not quiet:
-        closing(done, Console())
+        closing(done, Console(), spark_log)
     if open_page:
         webbrowser.open(done.page.resolve().as_uri())
     bad = done.dissect_summary["unreadable_files"]
@@ -131,8 +133,8 @@ class Stages:
                 self.progress.update(self.tasks[1], note="starting Spark")
 
 
-def closing(done: api.Outputs, console: Console) -> None:
-    """What the capture shows, in a few lines, and where the page is."""
+def closing(done: api.Outputs, console: Console, spark_log: str | None) -> None:
+    """What the capture shows, in a few lines, and where the page and Spark's log are."""
     d, r = done.dissect_summary, done.report_summary
     t = Table(title="kafkatap report", show_header=False, box=None)
     t.add_column(no_wrap=True)
@@ -146,4 +148,6 @@ def closing(done: api.Outputs, console: Console) -> None:
     duplicates = sum((r.get("duplicate_records") or {}).values())
     t.add_row("delivered again", f"{duplicates:,} records")
     t.add_row("dashboard", str(done.page))
+    if spark_log and os.path.exists(spark_log):
+        t.add_row("spark log", spark_log)
     console.print(t)

@@ -61,6 +61,8 @@ def main(argv: list[str]) -> int:
         result = run(spark, args.frames, args.out, args.jobs, args.window,
                      on_job=lambda job, seconds: print(f"{job}: done in {seconds:.1f} s", file=sys.stderr, flush=True))
     print(json.dumps(result, indent=2, sort_keys=True))
+    if log and os.path.exists(log):
+        print(f"Spark's log: {log}", file=sys.stderr)
     return 0
 
 

@@ -141,7 +141,10 @@ def test_a_good_run_keeps_spark_off_the_terminal(dissected: Path, tmp_path: Path
     result = analyze(dissected, "-o", "report", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert not any(noise in result.stderr for noise in JVM_NOISE), result.stderr
-    assert all(re.fullmatch(r"\w+: done in [\d.]+ s", line) for line in result.stderr.splitlines()), result.stderr
+    *jobs, named = result.stderr.splitlines()
+    assert all(re.fullmatch(r"\w+: done in [\d.]+ s", line) for line in jobs), result.stderr
+    log = Path(re.fullmatch(r"Spark's log: (\S+)", named).group(1))
+    assert log.exists() and "WARNING: Using incubator modules" in log.read_text()  # the JVM's own lines went there
     assert json.loads(result.stdout) == json.loads((tmp_path / "report" / "summary.json").read_text())
 
 
