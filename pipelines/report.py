@@ -28,14 +28,19 @@ from kafkatap.pipelines import schema
 from kafkatap.pipelines.inputs import check_inputs
 from kafkatap.pipelines.storage import delete, exists, join_uri, read_table, window_interval, write_json, write_table
 from kafkatap.pipelines.transforms import throughput
+from kafkatap.pipelines.transforms.conflicts import ownership_conflicts
 from kafkatap.pipelines.transforms.connections import connections
 from kafkatap.pipelines.transforms.duplicates.table import duplicate_deliveries
+from kafkatap.pipelines.transforms.e2e import e2e_latency
 from kafkatap.pipelines.transforms.epochs import epoch_events
 from kafkatap.pipelines.transforms.fenced import fenced_epochs
 from kafkatap.pipelines.transforms.links import fetch_links
 from kafkatap.pipelines.transforms.members import member_spans, members
 from kafkatap.pipelines.transforms.producers import producers, transactions
+from kafkatap.pipelines.transforms.rebalances import rebalances
 from kafkatap.pipelines.transforms.share_members import share_members
+from kafkatap.pipelines.transforms.share_records import share_records
+from kafkatap.pipelines.transforms.share_spso import spso_pinned, spso_windows
 from kafkatap.pipelines.transforms.summary import summary
 
 
@@ -108,11 +113,43 @@ def throughput_tables(inp: Inputs, done: Mapping[str, DataFrame], window: str) -
     }
 
 
+def rebalance_tables(inp: Inputs, done: Mapping[str, DataFrame], window: str) -> dict[str, DataFrame]:
+    return {"rebalances": rebalances(inp.frames, inp.batches)}
+
+
+def e2e_tables(inp: Inputs, done: Mapping[str, DataFrame], window: str) -> dict[str, DataFrame]:
+    """Reuses the fetch links this run wrote; computes them when the sessions job did not run."""
+    links = done.get("sessions/fetch_links")
+    links = links if links is not None else fetch_links(inp.frames, member_spans(members(inp.frames, inp.batches)))
+    return {"e2e_latency": e2e_latency(inp.batches, inp.records, links, window_interval(window))}
+
+
+def conflict_tables(inp: Inputs, done: Mapping[str, DataFrame], window: str) -> dict[str, DataFrame]:
+    members_df = done.get("sessions/members")
+    members_df = members_df if members_df is not None else members(inp.frames, inp.batches)
+    return {"ownership_conflicts": ownership_conflicts(inp.frames, inp.batches, member_spans(members_df))}
+
+
+def share_record_tables(inp: Inputs, done: Mapping[str, DataFrame], window: str) -> dict[str, DataFrame]:
+    return {"share_records": share_records(inp.frames, inp.share)}
+
+
+def share_spso_tables(inp: Inputs, done: Mapping[str, DataFrame], window: str) -> dict[str, DataFrame]:
+    """A step of its own: the SPSO is read off the share_records table as written."""
+    records = done["share_records"]
+    return {"share_spso/windows": spso_windows(records, inp.batches, window_interval(window)),
+            "share_spso/pinned": spso_pinned(records, inp.frames)}
+
+
 JOBS: dict[str, tuple[Step, ...]] = {
     "sessions": (session_tables, fetch_link_tables),
     "fenced_epochs": (fenced_tables,),
     "duplicate_deliveries": (duplicate_tables,),
     "throughput": (throughput_tables,),
+    "share_records": (share_record_tables, share_spso_tables),
+    "rebalances": (rebalance_tables,),
+    "e2e_latency": (e2e_tables,),
+    "ownership_conflicts": (conflict_tables,),
 }
 
 

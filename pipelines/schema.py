@@ -195,6 +195,13 @@ FENCED_EPOCHS = table(
            "keeps going) is one fencing; the row shows the first rejected request."),
     column("topic", pa.string(), "Topic of the rejected partition (`partition_leader` rows; null for the others)."),
     column("partition", pa.int32(), "Partition whose leader epoch was stale (`partition_leader` rows)."),
+    column("fenced_by_client_id", pa.string(),
+           "Client id of the party that received the newer epoch: producers, the InitProducerId that handed the "
+           "current epoch; group members, the first member handed one of the fenced member's partitions after it "
+           "got them and before the fencing. Null when the capture does not show it."),
+    column("fenced_by_conn_id", pa.string(), "Connection of that response."),
+    column("fenced_by_member_id", pa.string(), "Member id of the member that took over (group fencings)."),
+    column("fenced_by_ts", TS, "Time of the response that handed the newer epoch or the partitions."),
 )
 
 DUPLICATE_DELIVERIES = table(
@@ -249,6 +256,74 @@ DUPLICATE_DELIVERIES = table(
     column("wire_deliveries", pa.int64(), "Consumer groups: fetch responses that carried the range."),
 )
 
+REBALANCES = table(
+    "One row per rebalance episode of a classic or KIP-848 consumer group (rules under \"Rebalance episodes\").",
+    column("group_id", pa.string(), "Group id."),
+    column("kind", pa.string(), "`classic_group` or `consumer_group` (KIP-848)."),
+    column("start_ts", TS, "First sign of the rebalance on the wire (the response or request in `evidence`)."),
+    column("end_ts", TS, "The response that completed it: the last member's SyncGroup response of the generation, "
+           "or the heartbeat response that brought the last member to the epoch."),
+    column("duration_s", pa.float64(), "`end_ts - start_ts`, seconds."),
+    column("generation_or_epoch", pa.int32(), "Generation (classic) or member epoch (KIP-848) the episode reached."),
+    column("rounds", pa.int64(), "Generations or epochs handed in the episode (more than 1: failed rounds)."),
+    column("members_before", pa.int32(), "Members of the previous episode's generation or epoch (0 for the first)."),
+    column("members_after", pa.int32(), "Members of the generation or epoch reached."),
+    column("members_joined", NAMES, "Member ids in the new generation or epoch and not in the previous one."),
+    column("members_left", NAMES, "Member ids in the previous generation or epoch and not in the new one."),
+    column("partitions_moved", pa.int64(), "Partitions whose owner at the end differs from the owner at the previous "
+           "episode's end."),
+    column("moved_partitions", NAMES, "Those partitions, as `topic:partition`."),
+    column("stalled_s", pa.float64(), "Longest time a moved partition had no owner: from its old owner's release "
+           "(or the episode's start) to its new owner's assignment (or the episode's end)."),
+    column("trigger", pa.string(), "`member_joined`, `member_left`, `member_expired`, `member_fenced`, "
+           "`subscription_changed` or `unknown`: the earliest cause seen since the previous episode."),
+    column("trigger_member_id", pa.string(), "The member the trigger is about."),
+    column("evidence", pa.string(), "`opened by <request or response>; closed by <response>`."),
+)
+
+E2E_LATENCY = table(
+    "End-to-end latency per window (of the delivery), topic, partition and consumer: from the Produce request that "
+    "wrote an offset to the first Fetch or ShareFetch response that delivered it to that consumer.",
+    column("window_start", TS, "Window start."),
+    column("window_end", TS, "Window end (exclusive)."),
+    column("topic", pa.string(), "Topic."),
+    column("partition", pa.int32(), "Partition."),
+    column("group_id", pa.string(), "Consuming group (share group, or the group its fetches are linked to)."),
+    column("client_id", pa.string(), "Consuming client id, for a consumer outside any group (null for groups)."),
+    column("records", pa.int64(), "Offsets delivered to this consumer for the first time in the window."),
+    column("produce_seen", pa.int64(), "Of those, offsets whose Produce request and response are in the capture: the "
+           "percentiles are over these."),
+    column("produce_missing", pa.int64(), "Offsets delivered whose Produce the capture lacks (written before the "
+           "capture or on another broker's wire): not measured."),
+    column("p50_ms", pa.float64(), "Median produce-to-delivery time, milliseconds (approximate percentile)."),
+    column("p95_ms", pa.float64(), "95th percentile, milliseconds."),
+    column("p99_ms", pa.float64(), "99th percentile, milliseconds."),
+    column("max_ms", pa.float64(), "Maximum, milliseconds."),
+    column("create_time_p50_ms", pa.float64(), "Median time from the records' own timestamps (CreateTime, as the "
+           "producer set them) to delivery, with `records/` only: covers the offsets whose Produce is missing too."),
+    column("create_time_p99_ms", pa.float64(), "99th percentile of the same."),
+)
+
+OWNERSHIP_CONFLICTS = table(
+    "A partition owned by two members of one group at overlapping times (rules under \"Ownership conflicts\").",
+    column("kind", pa.string(), "`classic_group` or `consumer_group`."),
+    column("group_id", pa.string(), "Group id."),
+    column("topic", pa.string(), "Topic."),
+    column("partition", pa.int32(), "Partition."),
+    column("source", pa.string(), "`assignment` (two assignments not yet revoked) or `fetch` (a member fetched the "
+           "partition while another owned it)."),
+    column("first_member_id", pa.string(), "The stale owner: handed the partition first, or fetching it unowned."),
+    column("first_client_id", pa.string(), "Its client id."),
+    column("second_member_id", pa.string(), "The member the partition was handed to meanwhile."),
+    column("second_client_id", pa.string(), "Its client id."),
+    column("overlap_start", TS, "Start of the overlap."),
+    column("overlap_end", TS, "End of the overlap (for `fetch`: the last such fetch response)."),
+    column("overlap_s", pa.float64(), "`overlap_end - overlap_start`, seconds."),
+    column("fetches", pa.int64(), "`fetch` rows: Fetch responses that carried the partition to the stale member."),
+    column("first_evidence", pa.string(), "How the stale owner got the partition and what ended it (or its fetches)."),
+    column("second_evidence", pa.string(), "The response that handed the partition to the other member."),
+)
+
 THROUGHPUT_DATA = table(
     "throughput: record data per time window, topic, partition, client and broker.",
     column("window_start", TS, "Window start."),
@@ -294,6 +369,91 @@ THROUGHPUT_LAG = table(
     column("lag", pa.int64(), "`high_watermark - next_offset` (records behind at the window's end)."),
 )
 
+SHARE_DELIVERY = pa.struct([
+    pa.field("member_id", pa.string()), pa.field("client_id", pa.string()),
+    pa.field("delivery_count", pa.int32()), pa.field("acquired_ts", TS), pa.field("lock_ms", pa.int32()),
+    pa.field("ack_type", pa.string()), pa.field("ack_ts", TS), pa.field("ack_error", pa.string()),
+    pa.field("end", pa.string()),
+])
+
+SHARE_RECORDS = table(
+    "share_records: the KIP-932 share-partition state machine rebuilt from the wire, one row per group, topic, "
+    "partition and offset range whose history is identical (only offsets the capture saw acquired).",
+    column("group_id", pa.string(), "Share group."),
+    column("topic", pa.string(), "Topic."),
+    column("partition", pa.int32(), "Partition."),
+    column("first_offset", pa.int64(), "First offset of the range."),
+    column("last_offset", pa.int64(), "Last offset of the range, inclusive."),
+    column("records", pa.int64(), "Offsets in the range."),
+    column("deliveries", pa.list_(SHARE_DELIVERY),
+           "Every acquisition in time order: `member_id`, `client_id`, the `delivery_count` the broker stated, "
+           "`acquired_ts`, `lock_ms` (the ShareFetch response's `acquisition_lock_timeout_ms`), the member's first "
+           "acknowledgement of it (`ack_type`, `ack_ts`, `ack_error`: the error its response named, null when "
+           "accepted) and how the delivery `end`ed: `accepted`, `released`, `rejected`, `gap` (an ack the broker "
+           "took), `lock_timeout` (no ack taken before the lock ran out), `reacquired` (acquired again before the "
+           "lock ran out with no ack taken: the broker took the records back early, e.g. the share session closed), "
+           "`held` (still locked when the capture ends)."),
+    column("delivered", pa.int64(), "Acquisitions the capture holds (size of `deliveries`)."),
+    column("max_delivery_count", pa.int32(), "The broker's highest delivery count for the range."),
+    column("members", NAMES, "Members the range was handed to, in the order of their first acquisition."),
+    column("lock_expiries", pa.int64(), "Deliveries that ended `lock_timeout` or `reacquired`."),
+    column("final_state", pa.string(),
+           "As far as the capture shows: `acknowledged` (accepted), `archived` (rejected, or the delivery limit), "
+           "`available` (released or timed out under a known delivery limit), `acquired` (locked at capture end), "
+           "`unknown` (released or timed out at a count the capture cannot place against the limit)."),
+    column("archive_reason", pa.string(),
+           "For `archived`: `rejected`, `delivery_limit`, `gap` (acknowledged as holding no record) or `unknown` "
+           "(the broker stopped handing it out below the delivery limit)."),
+    column("delivery_limit", pa.int32(), "The group's delivery count limit, when known."),
+    column("delivery_limit_source", pa.string(),
+           "`describe_configs` (a DescribeConfigs response: group `share.delivery.count.limit` or broker "
+           "`group.share.delivery.count.limit`), `inferred` (the highest delivery count at which a range of the "
+           "group was released and never came back while the partition went on being acquired), null when unknown."),
+    column("first_acquired_ts", TS, "First acquisition in the capture."),
+    column("terminal_ts", TS, "When the range became terminal (the ack taken, or the end of its last delivery "
+                              "for the delivery limit); null when not terminal in the capture."),
+    column("time_to_terminal_ms", pa.float64(), "`terminal_ts - first_acquired_ts` in milliseconds."),
+    column("holder", pa.string(), "Member holding the lock at capture end (`final_state` = `acquired`)."),
+)
+
+SHARE_SPSO_WINDOWS = table(
+    "share_spso: the share-partition start offset (SPSO) per time window, as the wire shows it: the lowest "
+    "offset acquired in the capture that is not yet terminal, and share lag.",
+    column("window_start", TS, "Window start."),
+    column("window_end", TS, "Window end (exclusive); values are as of this instant."),
+    column("group_id", pa.string(), "Share group."),
+    column("topic", pa.string(), "Topic."),
+    column("partition", pa.int32(), "Partition."),
+    column("spso", pa.int64(), "Lowest offset not yet terminal (every lower offset the capture saw is terminal)."),
+    column("log_end_offset", pa.int64(),
+           "Highest offset + 1 the capture shows the partition holding (Produce responses, fetched and acquired "
+           "batches, high watermarks)."),
+    column("terminal_above_spso", pa.int64(), "Records above the SPSO already terminal: they wait for it to move."),
+    column("share_lag", pa.int64(), "Records from the SPSO to the log end not yet terminal "
+                                    "(`log_end_offset - spso - terminal_above_spso`)."),
+    column("pinned", pa.bool_(), "True when a range holds the SPSO while later records are terminal."),
+)
+
+SHARE_SPSO_PINNED = table(
+    "share_spso: episodes where one range pins the SPSO while later records are already terminal.",
+    column("group_id", pa.string(), "Share group."),
+    column("topic", pa.string(), "Topic."),
+    column("partition", pa.int32(), "Partition."),
+    column("pinned_offset", pa.int64(), "First offset of the range holding the SPSO."),
+    column("pinned_last_offset", pa.int64(), "Last offset of that range (a `share_records` row)."),
+    column("holder", pa.string(), "Member of the pinned range's last delivery acquired before the episode ended."),
+    column("holder_client_id", pa.string(), "That member's client id."),
+    column("start_ts", TS, "When the SPSO reached the range while a later record was terminal."),
+    column("end_ts", TS, "When the range became terminal and the SPSO moved on; null when still pinned at capture "
+                         "end."),
+    column("duration_ms", pa.float64(), "`end_ts` (else the capture's end) minus `start_ts`, milliseconds."),
+    column("records_behind", pa.int64(), "Terminal records above the range by the episode's end: what the SPSO "
+                                         "could not pass."),
+    column("pinned_state", pa.string(), "The pinned range's `final_state`."),
+    column("max_delivery_count", pa.int32(), "The pinned range's highest delivery count."),
+    column("lock_expiries", pa.int64(), "The pinned range's lock expiries."),
+)
+
 TABLES: dict[str, pa.Schema] = {
     "sessions/connections": CONNECTIONS,
     "sessions/members": MEMBERS,
@@ -304,9 +464,15 @@ TABLES: dict[str, pa.Schema] = {
     "sessions/epoch_events": EPOCH_EVENTS,
     "fenced_epochs": FENCED_EPOCHS,
     "duplicate_deliveries": DUPLICATE_DELIVERIES,
+    "rebalances": REBALANCES,
+    "e2e_latency": E2E_LATENCY,
+    "ownership_conflicts": OWNERSHIP_CONFLICTS,
     "throughput/data": THROUGHPUT_DATA,
     "throughput/requests": THROUGHPUT_REQUESTS,
     "throughput/lag": THROUGHPUT_LAG,
+    "share_records": SHARE_RECORDS,
+    "share_spso/windows": SHARE_SPSO_WINDOWS,
+    "share_spso/pinned": SHARE_SPSO_PINNED,
 }
 
 SUMMARY_KEYS: dict[str, str] = {
@@ -333,11 +499,20 @@ SUMMARY_KEYS: dict[str, str] = {
     "possible_ranges": "Rows of `duplicate_deliveries` that are `possible` (producer re-sends by record hash).",
     "possible_duplicate_records": "Records possibly re-sent by non-idempotent producers (from record hashes; not in "
                                   "`duplicate_records`).",
+    "rebalances": "Per group: `{episodes, stalled_s}` from `rebalances` (rebalance count and total stalled time).",
+    "e2e_p99_ms": "Per topic: the worst window's `p99_ms` of `e2e_latency`.",
+    "ownership_conflicts": "Rows of `ownership_conflicts`.",
     "produced_records": "Records in Produce requests.",
     "fetched_records": "Records in Fetch and ShareFetch responses.",
     "errors": "Responses with a non-zero error code.",
     "anomalies": "Rows of the dissector's `anomalies/`.",
     "window": "The throughput window used.",
+    "share_records": "Rows of `share_records` per `final_state`.",
+    "share_poison_ranges": "Rows of `share_records` archived by the delivery limit (`archive_reason` = "
+                           "`delivery_limit`): the poison records.",
+    "share_poison_records": "Records in those rows.",
+    "share_lock_expiries": "Deliveries of `share_records` that ended `lock_timeout` or `reacquired`.",
+    "share_pinned_episodes": "Rows of `share_spso/pinned`.",
 }
 
 

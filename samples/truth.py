@@ -34,6 +34,7 @@ A truth file (`samples/<name>.truth.json`) is one JSON object; these keys are al
   `share_archived` ([{`topic`, `partition`, `offset`, `delivery_count`}]: records the share group archived after
   their last allowed delivery)
 - `share_deliveries`: [{`client_id`, `group_id`, `topic`, `partition`, `offset`, `delivery_count`, `ack`}]
+  (`ack`: `accept`, `release` or `reject`; null when the consumer held the record and never acknowledged it)
 - `events`: [{`t`, `client_id`, `what`, ...}]: the script's timeline (joins, leaves, stalls, errors), seconds from start
 - `notes`: where this broker differs from Apache Kafka, as observed in this run
 
@@ -171,7 +172,7 @@ class Truth:
                                       "idempotent": idempotent})
 
     def share_delivery(self, client_id: str, group_id: str, topic: str, partition: int, offset: int,
-                       delivery_count: int, ack: str) -> None:
+                       delivery_count: int, ack: str | None) -> None:
         self.doc["share_deliveries"].append({"client_id": client_id, "group_id": group_id, "topic": topic,
                                              "partition": partition, "offset": offset,
                                              "delivery_count": delivery_count, "ack": ack})

@@ -19,6 +19,9 @@ def fencing_hover(f: pd.Series, who: object) -> str:
              f"evidence: {esc_plot(f.get('current_epoch_source') or 'no earlier epoch seen')}",
              f"rejected {esc_plot(f.get('api_name'))} corr {esc_plot(f.get('correlation_id'))}"
              f" on {esc_plot(fmt_conn(f.get('conn_id')))}"]
+    if pd.notna(f.get("fenced_by_client_id")):
+        lines.append(f"fenced by {esc_plot(f.get('fenced_by_client_id'))}"
+                     f" {esc_plot(f.get('fenced_by_member_id') or '')} at {esc_plot(fmt_ts_full(f['fenced_by_ts']))}")
     if pd.notna(f.get("requests")) and int(f["requests"]) > 1:
         lines.append(f"{int(f['requests']):,} requests with this stale epoch")
     return "<br>".join(lines)
@@ -53,7 +56,10 @@ def render(report: Report) -> Section:
         Col("current_epoch", "current epoch", fmt_int, numeric=True),
         Col("current_epoch_source", "evidence", fmt_text, title="the response that handed the current epoch",
             wrap=True),
-        Col("how", "how"), Col("kind", "kind"), Col("client_id", "client"), Col("api_name", "rejected api"),
+        Col("how", "how"), Col("kind", "kind"), Col("client_id", "client"),
+        Col("fenced_by_client_id", "fenced by", title="the client that received the newer epoch or took over the "
+            "partitions (fenced_by_member_id, fenced_by_conn_id in the report)"),
+        Col("api_name", "rejected api"),
         Col("correlation_id", "corr id", fmt_int, numeric=True), Col("conn_id", "connection", fmt_conn),
         Col("requests", "requests", fmt_int, numeric=True,
             title="requests with the same stale epoch folded into this row"),

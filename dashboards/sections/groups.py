@@ -3,7 +3,9 @@
 A member's lane runs from its first request to its end; each epoch (KIP-848 member epoch, classic generation) the
 broker handed it is a mark on the lane at the time of the response that handed it (`sessions/epoch_events`); reports
 written without that table label the lane with the epochs in order instead. The top lane marks every membership
-change (join, leave, expiry, fencing): each one makes the group rebalance.
+change (join, leave, expiry, fencing): each one makes the group rebalance. The rebalance episodes the report
+rebuilt (`rebalances`) are shaded bands across all lanes, so a stall lines up with the member that caused it; the
+episodes and the partitions two members owned at once (`ownership_conflicts`) follow as tables.
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from kafkatap.dashboards.charts import capture_range, figure
-from kafkatap.dashboards.fragments import Col, Section, empty, esc_plot, fmt_int, fmt_ts_full, note, table
+from kafkatap.dashboards.fragments import (Col, Section, empty, esc_plot, fmt_float, fmt_int, fmt_list, fmt_text,
+                                           fmt_ts, fmt_ts_full, heading, note, table)
 from kafkatap.dashboards.load import Report
 from kafkatap.dashboards.sections.fencings import fencing_hover
 
@@ -26,6 +29,9 @@ END_STYLE = {  # ended -> (lane colour, end mark symbol, end mark colour, words)
     "expired": ("#fcd34d", "diamond", "#d97706", "went silent past the session timeout"),
     "fenced": ("#fca5a5", "square", "#dc2626", "fenced by the broker"),
 }
+BAND_COLOUR = "#7c3aed"
+BAND_FILL = "rgba(124, 58, 237, 0.14)"  # translucent fill, not shape opacity, which would fade the label too
+MAX_BAND_LABELS = 30  # more episodes than this in one timeline: the labels would overlap, the hovers still tell
 MEMBER_COLUMNS = ("kind", "group_id", "member_id", "group_instance_id", "client_id", "first_seen", "last_seen",
                   "generations", "member_epochs", "joins", "heartbeats", "assignment_changes", "partitions_gained",
                   "partitions_lost", "ended", "end_ts", "end_error")
@@ -118,8 +124,48 @@ def _epoch_marks(fig: go.Figure, epochs: pd.DataFrame, lane_of: dict) -> None:
                     textfont={"size": 10, "color": "#1e3a8a"}, hovertext=hover, hoverinfo="text")
 
 
+def _episode_word(kind: object) -> str:
+    return "generation" if kind == "classic_group" else "epoch"
+
+
+def _episode_hover(e: pd.Series) -> str:
+    """What a reader asks of a band: how long, why, what it reached, what moved and how long it stood still."""
+    moved = e.get("moved_partitions")
+    moved_list = f" ({esc_plot(fmt_list(moved))})" if moved is not None and len(moved) else ""
+    lines = [f"<b>rebalance</b> to {_episode_word(e['kind'])} <b>{esc_plot(fmt_int(e['generation_or_epoch']))}</b>",
+             f"{esc_plot(fmt_float(e['duration_s']))} s, from {esc_plot(fmt_ts_full(e['start_ts']))}",
+             f"trigger <b>{esc_plot(e['trigger'] or 'unknown')}</b> {esc_plot(e.get('trigger_member_id') or '')}",
+             f"partitions moved: {esc_plot(fmt_int(e['partitions_moved']) or '?')}{moved_list}",
+             f"stalled_s: {esc_plot(fmt_float(e['stalled_s']))}",
+             f"members {esc_plot(fmt_int(e['members_before']))} → {esc_plot(fmt_int(e['members_after']))}, "
+             f"rounds {esc_plot(fmt_int(e['rounds']))}"]
+    return "<br>".join(lines)
+
+
+def _episode_bands(fig: go.Figure, episodes: pd.DataFrame, span: list | None) -> None:
+    """Each episode as a band over every lane (a layout shape: it has no hover, so a mark on the top lane carries
+    it). A band at least 0.3 % of the capture wide: an episode of a few milliseconds would otherwise be invisible."""
+    episodes = episodes.dropna(subset=["start_ts"]).sort_values("start_ts")
+    if episodes.empty:
+        return
+    narrowest = (span[1] - span[0]) * 0.003 if span else pd.Timedelta(0)
+    ends = episodes["end_ts"].fillna(episodes["start_ts"]).clip(lower=episodes["start_ts"] + narrowest)
+    labels = len(episodes) <= MAX_BAND_LABELS
+    for i, (e, end) in enumerate(zip(episodes.itertuples(index=False), ends)):
+        text = esc_plot(f"{fmt_float(e.duration_s)} s · {fmt_text(e.trigger)}")
+        where = "top center" if i % 2 == 0 else "bottom center"  # neighbours' labels alternate instead of overlapping
+        label = {"text": text, "textposition": where, "font": {"size": 10, "color": "#5b21b6"}} if labels else {}
+        fig.add_shape(type="rect", xref="x", yref="paper", x0=e.start_ts, x1=end, y0=0, y1=1, layer="below",
+                      fillcolor=BAND_FILL, line={"width": 1, "color": "rgba(124, 58, 237, 0.5)"},
+                      name="rebalance episode", label=label)
+    middle = episodes["start_ts"] + (ends - episodes["start_ts"]) / 2
+    fig.add_scatter(x=middle, y=[REBALANCE_LANE] * len(episodes), mode="markers", name="rebalance episode",
+                    marker={"symbol": "square", "size": 12, "color": BAND_COLOUR, "opacity": 0.6},
+                    hovertext=[_episode_hover(e) for _, e in episodes.iterrows()], hoverinfo="text")
+
+
 def _timeline(group_id: str, group: pd.DataFrame, fenced: pd.DataFrame, epochs: pd.DataFrame,
-              span: list | None) -> go.Figure:
+              episodes: pd.DataFrame, span: list | None) -> go.Figure:
     group = group.assign(ended=group["ended"].fillna("alive"))
     group = _pick_lanes(_with_unseen_fenced(group, fenced), fenced)
     group = group.assign(lane=_lane_labels(group),
@@ -129,6 +175,7 @@ def _timeline(group_id: str, group: pd.DataFrame, fenced: pd.DataFrame, epochs: 
     count = group["member_id"].nunique()
     fig = figure(f"{group_id} · {kind.replace('_', ' ')} · {count} member{'s' if count != 1 else ''}",
                  height=130 + 34 * len(lanes), time_x=True)
+    _episode_bands(fig, episodes, span)
     for ended, part in group.groupby("ended"):
         xs: list = []
         ys: list = []
@@ -176,7 +223,7 @@ def _timeline(group_id: str, group: pd.DataFrame, fenced: pd.DataFrame, epochs: 
     return fig
 
 
-def _summary(members_: pd.DataFrame, fenced: pd.DataFrame) -> pd.DataFrame:
+def _summary(members_: pd.DataFrame, fenced: pd.DataFrame, episodes: pd.DataFrame) -> pd.DataFrame:
     ended = members_.assign(ended=members_["ended"].fillna("alive"))
     out = ended.groupby(["group_id", "kind"], dropna=False).agg(
         members=("member_id", "nunique"), first_seen=("first_seen", "min"), last_seen=("last_seen", "max")
@@ -185,12 +232,69 @@ def _summary(members_: pd.DataFrame, fenced: pd.DataFrame) -> pd.DataFrame:
         counts = ended[ended["ended"] == state].groupby("group_id")["member_id"].nunique()
         out[state] = out["group_id"].map(counts).fillna(0).astype(int)
     out["fencings"] = out["group_id"].map(fenced.groupby("group_id").size()).fillna(0).astype(int)
+    out["rebalances"] = out["group_id"].map(episodes.groupby("group_id").size()).fillna(0).astype(int)
+    out["stalled_s"] = out["group_id"].map(episodes.groupby("group_id")["stalled_s"].sum()).fillna(0.0)
     return out.sort_values(["fencings", "members"], ascending=False, ignore_index=True)
+
+
+def _episodes_table(episodes: pd.DataFrame) -> list[object]:
+    """Every episode, longest stall first: the table answers "which rebalance hurt", the bands "when"."""
+    blocks: list[object] = [f'<div id="rebalances">{heading("Rebalance episodes")}</div>']
+    if episodes.empty:
+        blocks.append(empty("rebalance episodes", "A classic generation every member synced, or a KIP-848 epoch "
+                                                  "every member reached, after a join, leave, expiry or fencing would "
+                                                  "be listed here (the rebalances job)."))
+        return blocks
+    shown = episodes.sort_values(["stalled_s", "duration_s"], ascending=False, na_position="last")
+    shown = shown.assign(members=shown["members_before"].map(fmt_int) + " → " + shown["members_after"].map(fmt_int))
+    blocks.append(table(shown, [
+        Col("group_id", "group"), Col("start_ts", "start", fmt_ts), Col("duration_s", "duration s", fmt_float,
+                                                                          numeric=True, title="start to end_ts"),
+        Col("trigger", "trigger"), Col("trigger_member_id", "trigger member"),
+        Col("generation_or_epoch", "generation / epoch", fmt_int, numeric=True),
+        Col("rounds", "rounds", fmt_int, numeric=True, title="generations or epochs handed: more than 1 are failed "
+            "rounds"),
+        Col("members", "members", title="in the previous generation or epoch → in the one reached"),
+        Col("partitions_moved", "partitions moved", fmt_int, numeric=True),
+        Col("moved_partitions", "moved", fmt_list),
+        Col("stalled_s", "stalled s", fmt_float, numeric=True, title="longest time a moved partition had no owner"),
+        Col("evidence", "evidence", fmt_text, wrap=True),
+    ], table_id="rebalances-table", source="rebalances",
+        cell_class=lambda r: "row-bad" if r["trigger"] in ("member_fenced", "member_expired") else ""))
+    return blocks
+
+
+def _owner(member: pd.Series, client: pd.Series) -> pd.Series:
+    return member.fillna("?") + " (" + client.fillna("?") + ")"
+
+
+def _conflicts_table(conflicts: pd.DataFrame) -> list[object]:
+    """Both owners side by side with the overlap and the responses that prove each ownership."""
+    blocks: list[object] = [f'<div id="ownership-conflicts">{heading("Ownership conflicts")}</div>']
+    if conflicts.empty:
+        blocks.append(empty("ownership conflicts", "A partition handed to one member while another had not given it "
+                                                   "up, or fetched by a member that no longer owned it, would be "
+                                                   "listed here."))
+        return blocks
+    shown = conflicts.assign(stale=_owner(conflicts["first_member_id"], conflicts["first_client_id"]),
+                             other=_owner(conflicts["second_member_id"], conflicts["second_client_id"]))
+    blocks.append(table(shown.sort_values("overlap_start"), [
+        Col("group_id", "group"), Col("topic", "topic"), Col("partition", "partition", fmt_int, numeric=True),
+        Col("source", "source", title="assignment: two assignments not yet revoked; fetch: a member fetched the "
+            "partition while another owned it"),
+        Col("stale", "stale owner"), Col("other", "handed to"),
+        Col("overlap_start", "overlap from", fmt_ts), Col("overlap_end", "until", fmt_ts),
+        Col("overlap_s", "overlap s", fmt_float, numeric=True), Col("fetches", "fetches", fmt_int, numeric=True),
+        Col("first_evidence", "stale owner's evidence", fmt_text, wrap=True),
+        Col("second_evidence", "handed by", fmt_text, wrap=True),
+    ], table_id="ownership-conflicts-table", source="ownership_conflicts", cell_class=lambda r: "row-bad"))
+    return blocks
 
 
 def render(report: Report) -> Section:
     lead = ("Members as lanes, marked with the epochs the broker handed them (| with the epoch, when it was handed): "
-            "▶ join, ■ leave or end, ◆ expiry, ✕ fencing (hover for the error and the evidence).")
+            "▶ join, ■ leave or end, ◆ expiry, ✕ fencing (hover for the error and the evidence); shaded bands are "
+            "rebalance episodes (hover the ■ on the top lane for their trigger and stall).")
     all_members = members(report)
     fenced = report.frame("fenced_epochs")
     fenced = fenced[fenced["kind"].isin(GROUP_KINDS)]
@@ -198,7 +302,8 @@ def render(report: Report) -> Section:
         return Section("groups", "Groups", [empty(
             "consumer or share groups", "JoinGroup / Heartbeat (classic), ConsumerGroupHeartbeat (KIP-848) or "
             "ShareGroupHeartbeat requests to a group coordinator fill this timeline.")], lead=lead)
-    summary = _summary(all_members, fenced)
+    episodes = report.frame("rebalances")
+    summary = _summary(all_members, fenced, episodes)
     epochs = report.frame("sessions/epoch_events")
     span = capture_range(report.summary)
     blocks: list[object] = [table(summary, [
@@ -206,14 +311,19 @@ def render(report: Report) -> Section:
         Col("alive", "alive", fmt_int, numeric=True), Col("left", "left", fmt_int, numeric=True),
         Col("expired", "expired", fmt_int, numeric=True), Col("fenced", "ended fenced", fmt_int, numeric=True),
         Col("fencings", "fencings", fmt_int, numeric=True),
+        Col("rebalances", "rebalances", fmt_int, numeric=True),
+        Col("stalled_s", "stalled s", fmt_float, numeric=True, title="rebalances' stalled_s summed"),
     ], table_id="groups-table", source="sessions/members")]
     for group_id in summary["group_id"].head(MAX_GROUPS):
         group = all_members[all_members["group_id"] == group_id]
         if len(group) > MAX_LANES:
             blocks.append(note(f"Showing the first {MAX_LANES} of {len(group):,} members to join."))
         blocks.append(_timeline(str(group_id), group, fenced[fenced["group_id"] == group_id],
-                                epochs[epochs["group_id"] == group_id], span))
+                                epochs[epochs["group_id"] == group_id],
+                                episodes[episodes["group_id"] == group_id], span))
     if len(summary) > MAX_GROUPS:
         blocks.append(note(f"Timelines for the {MAX_GROUPS} groups with the most fencings and members; "
                            f"{len(summary) - MAX_GROUPS:,} more are in the table above."))
+    blocks += _episodes_table(episodes)
+    blocks += _conflicts_table(report.frame("ownership_conflicts"))
     return Section("groups", "Groups", blocks, lead=lead)

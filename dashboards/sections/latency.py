@@ -20,7 +20,7 @@ COLUMNS = ("window_start", "api_name", "broker_addr", "requests", "errors", "unp
            "latency_max_us")
 
 
-def _weighted_median(values: pd.Series, weights: pd.Series) -> float:
+def weighted_median(values: pd.Series, weights: pd.Series) -> float:
     mask = values.notna() & (weights > 0)
     if not mask.any():
         return float("nan")
@@ -38,7 +38,7 @@ def summarize(requests: pd.DataFrame) -> pd.DataFrame:
                "windows": len(part), "worst_p99_us": part["latency_p99_us"].max(),
                "latency_max_us": part["latency_max_us"].max()}
         for col in PERCENTILES:
-            row[col] = _weighted_median(part[col], part["requests"])
+            row[col] = weighted_median(part[col], part["requests"])
         rows.append(row)
     out = pd.DataFrame(rows)
     out["error_rate"] = out["errors"] / out["requests"].where(out["requests"] > 0)

@@ -6,7 +6,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from kafkatap.dashboards.charts import figure
-from kafkatap.dashboards.fragments import Section, card, cards, empty, esc, esc_plot, fmt_int, fmt_ts_full
+from kafkatap.dashboards.fragments import Section, card, cards, empty, esc, esc_plot, fmt_int, fmt_ts_full, fmt_us
 from kafkatap.dashboards.load import Report
 from kafkatap.dashboards.sections.duplicates import proven, records_again
 
@@ -52,6 +52,47 @@ def _api_chart(by_api: pd.Series) -> go.Figure:
     return fig
 
 
+def _rebalances(report: Report) -> tuple[int, float, int]:
+    """Episodes, stalled seconds and groups, from summary.json's `rebalances` ({group: {episodes, stalled_s}}), else
+    from the table (a summary written before the rebalances job existed)."""
+    per_group = report.summary.get("rebalances")
+    if not isinstance(per_group, dict):
+        table = report.frame("rebalances", ("group_id", "stalled_s"))
+        return len(table), float(table["stalled_s"].sum()), table["group_id"].nunique()
+    episodes = sum(int((g or {}).get("episodes") or 0) for g in per_group.values())
+    stalled = sum(float((g or {}).get("stalled_s") or 0) for g in per_group.values())
+    return episodes, stalled, len(per_group)
+
+
+def _e2e_p99(report: Report) -> dict[str, float]:
+    """Worst window's e2e p99 per topic, slowest first: summary.json's `e2e_p99_ms`, else the table."""
+    per_topic = report.summary.get("e2e_p99_ms")
+    if not isinstance(per_topic, dict):
+        table = report.frame("e2e_latency", ("topic", "p99_ms"))
+        per_topic = table.groupby(table["topic"].fillna("?"))["p99_ms"].max().dropna().to_dict()
+    return dict(sorted(((str(t), float(v)) for t, v in per_topic.items() if v is not None), key=lambda kv: -kv[1]))
+
+
+def _group_dynamics_cards(report: Report) -> list[str]:
+    """Rebalances with their stall, end-to-end p99 per topic and ownership conflicts (issue #16's summary keys)."""
+    episodes, stalled, groups = _rebalances(report)
+    p99 = _e2e_p99(report)
+    conflicts = report.summary.get("ownership_conflicts")
+    if conflicts is None:
+        conflicts = report.rows("ownership_conflicts")
+    shown = ", ".join(f"{topic} {fmt_us(ms * 1000)}" for topic, ms in list(p99.items())[:3])
+    more = f" (+{len(p99) - 3:,} topics)" if len(p99) > 3 else ""
+    return [
+        card("rebalances", fmt_int(episodes), href="#rebalances", tone="warn" if stalled > 0 else "",
+             detail=f"{stalled:,.1f} s stalled in total over {groups:,} group{'s' if groups != 1 else ''}"
+             if episodes else "rebalance episodes of classic and KIP-848 groups"),
+        card("worst e2e p99", fmt_us(next(iter(p99.values())) * 1000) if p99 else "–", href="#e2e",
+             detail=shown + more if p99 else "produce-to-delivery time, per topic"),
+        card("ownership conflicts", fmt_int(_count(conflicts)), href="#ownership-conflicts",
+             tone="bad" if _count(conflicts) else "good", detail="partitions two members owned at once"),
+    ]
+
+
 def render(report: Report) -> Section:
     s = report.summary
     # the cards count the rows of the tables they link to, so a card and its section always agree
@@ -70,6 +111,7 @@ def render(report: Report) -> Section:
              tone="bad" if len(duplicates) else "good",
              detail=f"{again:,} records delivered again" + (f" ({by_kind(duplicates)})" if len(duplicates) else "")
              + (f"; {others:,} more possible or wire-only range{'s' if others != 1 else ''} listed" if others else "")),
+        *_group_dynamics_cards(report),
         card("errors", fmt_int(errors), href="#throughput", tone="warn" if errors else "",
              detail="responses with a non-zero error code"),
         card("anomalies", fmt_int(anomalies), tone="warn" if anomalies else "",

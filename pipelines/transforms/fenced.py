@@ -9,11 +9,13 @@ from kafkatap.pipelines.transforms.common import (
     FENCING_ERRORS, MEMBER_FENCING, PRODUCER_FENCING, SHARE_SESSION_FENCING,
 )
 from kafkatap.pipelines.transforms.epochs import handed_epochs, used_epochs, with_current_epoch
+from kafkatap.pipelines.transforms.fencers import FENCER, with_fencers
 from kafkatap.pipelines.transforms.leader_epochs import leader_fencings
+from kafkatap.pipelines.transforms.ownership import ownership
 
 OUTPUT = ["kind", "group_id", "transactional_id", "member_id", "group_instance_id", "producer_id", "client_id",
           "stale_epoch", "current_epoch", "current_epoch_source", "error_code", "error_name", "api_key", "api_name",
-          "correlation_id", "conn_id", "ts", "inferred", "requests", "topic", "partition"]
+          "correlation_id", "conn_id", "ts", "inferred", "requests", "topic", "partition", *FENCER]
 
 
 def _reported(usage: DataFrame) -> Column:
@@ -60,4 +62,5 @@ def fenced_epochs(frames: DataFrame, batches: DataFrame) -> DataFrame:
                .groupBy("producer_id").agg(F.min("transactional_id").alias("_txn_id")))
     folded = (_fold(flagged).join(txn_ids, "producer_id", "left")
               .withColumn("transactional_id", F.coalesce("transactional_id", "_txn_id")).drop("_txn_id"))
+    folded = with_fencers(folded, handed, ownership(frames, batches))
     return folded.unionByName(leader_fencings(frames), allowMissingColumns=True).select(OUTPUT)

@@ -71,6 +71,20 @@ def _classic_assignments(mf: DataFrame) -> DataFrame:
             .select("group_id", "member_id", "ts", "assignment", "raw"))
 
 
+def received_assignments(frames: DataFrame, batches: DataFrame) -> DataFrame:
+    """Every assignment a member received that can be read as partitions: (kind, group_id, member_id, client_id,
+    conn_id, correlation_id, api_name, ts, assignment as sorted `topic:partition` strings), from KIP-848 heartbeat
+    responses and decoded classic SyncGroup responses; `ts` is the response's time, when the member learnt it."""
+    mf = member_frames(frames).withColumn("ts", F.coalesce("ts_response", "ts_request"))
+    keys = ["group_id", "member_id", "ts"]
+    received = (_assignments(mf, topic_names(batches))
+                .unionByName(_classic_assignments(mf).where(F.col("assignment").isNotNull()).drop("raw")))
+    frame_cols = mf.where(F.col("api_key").isin(ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.SYNC_GROUP)
+                          & is_ok(F.col("error_code"))).select(
+        *keys, "kind", "client_id", "conn_id", "correlation_id", "api_name")
+    return received.join(frame_cols, keys, "inner").dropDuplicates([*keys, "conn_id", "correlation_id"])
+
+
 def _assignment_history(mf: DataFrame, names: DataFrame) -> DataFrame:
     """Per member: changes, partitions gained and lost, final assignment, from KIP-848 heartbeats and classic
     SyncGroup responses alike; classic assignments the dissector could not decode count as changes when their bytes

@@ -70,4 +70,37 @@ def summary(frames: DataFrame, batches: DataFrame, anomalies: DataFrame, tables:
         out["possible_duplicate_records"] = int(sum(r["again"] or 0 for r in rows if r["possible"]))
         out["wire_only_ranges"] = int(sum(r["ranges"] for r in rows if r["wire_only"] and not r["possible"]))
         out["possible_ranges"] = int(sum(r["ranges"] for r in rows if r["possible"]))
+    if "share_records" in tables:
+        out |= _share_records(tables["share_records"])
+    if "share_spso/pinned" in tables:
+        out["share_pinned_episodes"] = tables["share_spso/pinned"].count()
+    out |= _group_dynamics(tables)
     return out
+
+
+def _group_dynamics(tables: dict[str, DataFrame]) -> dict:
+    """Rebalances and stalled time per group, end-to-end p99 per topic, ownership conflicts."""
+    out: dict = {}
+    if "rebalances" in tables:
+        rows = tables["rebalances"].groupBy("group_id").agg(
+            F.count(F.lit(1)).alias("episodes"), F.sum("stalled_s").alias("stalled_s")).collect()
+        out["rebalances"] = {r["group_id"]: {"episodes": r["episodes"], "stalled_s": float(r["stalled_s"] or 0.0)}
+                             for r in rows}
+    if "e2e_latency" in tables:
+        rows = tables["e2e_latency"].groupBy("topic").agg(F.max("p99_ms").alias("p99")).collect()
+        out["e2e_p99_ms"] = {r["topic"]: r["p99"] for r in rows if r["p99"] is not None}
+    if "ownership_conflicts" in tables:
+        out["ownership_conflicts"] = tables["ownership_conflicts"].count()
+    return out
+
+
+def _share_records(records: DataFrame) -> dict:
+    rows = (records.groupBy("final_state", F.col("archive_reason") == "delivery_limit")
+            .agg(F.count(F.lit(1)).alias("n"), F.sum("records").alias("records"),
+                 F.sum("lock_expiries").alias("expiries")).collect())
+    poison = [r for r in rows if r[1]]
+    return {"share_records": {r["final_state"]: sum(x["n"] for x in rows if x["final_state"] == r["final_state"])
+                              for r in rows},
+            "share_poison_ranges": sum(r["n"] for r in poison),
+            "share_poison_records": int(sum(r["records"] or 0 for r in poison)),
+            "share_lock_expiries": int(sum(r["expiries"] or 0 for r in rows))}

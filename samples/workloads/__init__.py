@@ -6,6 +6,7 @@ NAMES = (
     "transactions",
     "classic_group",
     "share_group",
+    "share_locks",
     "consumer_group_848",
     "day_in_the_life",
     "synthetic_read_committed",

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -31,6 +32,25 @@ def test_fixture_dashboard_draws_every_chart(fixture_page: Path, tmp_path: Path)
     assert 'data-unformatted="fencing"' in dom
     # the hostile client id is shown as text, never parsed as a tag
     assert HOSTILE not in dom and "&lt;script&gt;alert" in dom
+
+
+def test_fixture_dashboard_draws_rebalance_bands_e2e_charts_and_conflicts(fixture_page: Path,
+                                                                         tmp_path: Path) -> None:
+    """rendered() already asserts no console or page error and every chart drawn; here: what issue #16 added."""
+    dom = rendered(fixture_page, tmp_path)
+    # four episodes (three in orders-cg, one in legacy-grp) as shapes below the traces, labelled, with a hover mark
+    bands = re.findall(r'<g class="shape-group"[^>]*><path[^>]*d="M([\d.]+),[\d.]+H([\d.]+)[^"]*"[^>]*'
+                       r'fill: rgb\(124, 58, 237\)', dom)
+    assert len(bands) == 4 and all(float(x1) > float(x0) for x0, x1 in bands)  # drawn, and wide enough to see
+    assert "2 s · member_fenced" in dom and "13 s · member_joined" in dom
+    assert 'data-unformatted="rebalance episode"' in dom
+    # the episode and conflict tables, and one end-to-end chart per topic with its percentiles
+    assert len(re.findall(r"<tr[^>]*>", dom.split('id="rebalances-table"')[1].split("</table>")[0])) == 1 + 4
+    assert len(re.findall(r"<tr[^>]*>", dom.split('id="ownership-conflicts-table"')[1].split("</table>")[0])) == 1 + 2
+    for topic in ("orders", "tasks"):
+        assert f'data-unformatted="{topic}: produce → delivery"' in dom
+    assert 'data-unformatted="p99"' in dom and "have no Produce in the capture" in dom
+    assert 'href="#ownership-conflicts"' in dom and 'id="ownership-conflicts"' in dom
 
 
 def test_fixture_dashboard_tables_sort_on_click(fixture_page: Path, tmp_path: Path) -> None:

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import re
+import shutil
+
 import pandas as pd
+import plotly.graph_objects as go
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -14,10 +18,11 @@ from kafkatap.dashboards.charts import MAX_BUCKETS, rebucket
 from kafkatap.dashboards.cli import main as cli_main
 from kafkatap.dashboards.fragments import Col, fmt_int, table
 from kafkatap.dashboards.load import Report
+from kafkatap.dashboards.sections import e2e, groups, overview
 from kafkatap.dashboards.sections.share import delivery_counts
 from kafkatap.errors import CommandError
 from kafkatap.pipelines.schema import TABLES
-from tests.support.report import FENCED_MEMBER, HOSTILE, duplicates, write_report, write_table
+from tests.support.report import FENCED_MEMBER, HOSTILE, LIVE_MEMBER, duplicates, write_report, write_table
 
 
 @pytest.fixture(scope="module")
@@ -64,8 +69,8 @@ def test_untrusted_ids_are_escaped_everywhere(report_dir: Path) -> None:
 
 def test_every_section_is_on_the_page_with_its_anchor(report_dir: Path) -> None:
     html = render_dashboard(Report(str(report_dir)))
-    for anchor in ("overview", "throughput", "latency", "groups", "producers", "share", "fencings", "duplicates",
-                   "sessions"):
+    for anchor in ("overview", "throughput", "latency", "e2e", "groups", "producers", "share", "fencings",
+                   "duplicates", "sessions"):
         assert f'id="{anchor}"' in html and f'href="#{anchor}"' in html
     assert "<script src=" not in html and "<link" not in html  # nothing loaded from the network
     assert FENCED_MEMBER in html and "FENCED_MEMBER_EPOCH" in html and "PRODUCER_FENCED" in html
@@ -75,7 +80,7 @@ def test_every_section_is_on_the_page_with_its_anchor(report_dir: Path) -> None:
 def test_empty_report_says_what_would_fill_each_section(tmp_path: Path) -> None:
     html = render_dashboard(Report(str(tmp_path)))
     for what in ("No record data", "No consumer or share groups", "No fencings", "No duplicate deliveries",
-                 "No share groups", "No idempotent or transactional producers"):
+                 "No share groups", "No idempotent or transactional producers", "No end-to-end latencies"):
         assert what in html
 
 
@@ -135,3 +140,76 @@ def test_cli_writes_the_page_and_refuses_a_missing_report(report_dir: Path, tmp_
     assert cli_main([str(report_dir), "-o", str(out)]) == 0 and out.exists()
     assert cli_main([str(tmp_path / "missing"), "-o", str(tmp_path / "x.html")]) == 1
     assert "kafkatap analyze" in capsys.readouterr().err
+
+
+def _html(section: object) -> str:
+    return "".join(b for b in section.blocks if isinstance(b, str))
+
+
+def _rows(html: str, table_id: str) -> list[str]:
+    return re.findall(r"<tr[^>]*>(.*?)</tr>", html.split(f'id="{table_id}"')[1].split("</table>")[0])[1:]
+
+
+def test_group_timeline_draws_each_rebalance_episode_as_a_band(report_dir: Path) -> None:
+    section = groups.render(Report(str(report_dir)))
+    orders = next(b for b in section.blocks if isinstance(b, go.Figure) and "orders-cg" in b.layout.title.text)
+    bands = [shape for shape in orders.layout.shapes if shape.name == "rebalance episode"]
+    assert len(bands) == 3 and all(b.type == "rect" and b.yref == "paper" for b in bands)
+    assert [b.label.text for b in bands] == ["13 s · member_joined", "2 s · member_fenced", "1 s · member_joined"]
+    hover = next(t for t in orders.data if t.name == "rebalance episode").hovertext
+    fenced = next(h for h in hover if "member_fenced" in h)
+    for part in ("2 s", "epoch <b>5</b>", "partitions moved: 1 (orders:0)", "stalled_s: 0", FENCED_MEMBER):
+        assert part in fenced
+    legacy = next(b for b in section.blocks if isinstance(b, go.Figure) and "legacy-grp" in b.layout.title.text)
+    assert len(legacy.layout.shapes) == 1
+
+
+def test_groups_section_lists_the_episodes_and_the_ownership_conflicts(report_dir: Path) -> None:
+    html = _html(groups.render(Report(str(report_dir))))
+    episodes = _rows(html, "rebalances-table")
+    assert len(episodes) == 4 and "member_joined" in episodes[0] and "orders:0" in episodes[0]  # the stall first
+    assert sum("member_fenced" in row for row in episodes) == 1
+    conflicts = _rows(html, "ownership-conflicts-table")
+    assert len(conflicts) == 2
+    assert all(f"{FENCED_MEMBER} (consumer-b)" in row and f"{LIVE_MEMBER} (consumer-a)" in row for row in conflicts)
+    assert ">assignment<" in conflicts[0] and ">fetch<" in conflicts[1] and "FENCED_MEMBER_EPOCH" in conflicts[0]
+
+
+def test_groups_section_says_when_there_are_no_episodes_or_conflicts(tmp_path: Path) -> None:
+    root = write_report(tmp_path / "report")
+    for name in ("rebalances", "ownership_conflicts"):
+        shutil.rmtree(root / name)
+    html = _html(groups.render(Report(str(root))))
+    assert "No rebalance episodes" in html and "No ownership conflicts" in html
+    assert "rebalances-table" not in html and "ownership-conflicts-table" not in html
+
+
+def test_e2e_section_charts_each_topic_and_notes_missing_produces(report_dir: Path) -> None:
+    section = e2e.render(Report(str(report_dir)))
+    charts = [b for b in section.blocks if isinstance(b, go.Figure)]
+    assert [c.layout.title.text for c in charts] == ["orders: produce → delivery", "tasks: produce → delivery"]
+    assert [t.name for t in charts[0].data] == ["p50", "p95", "p99"]
+    assert max(v for v in charts[0].data[2].y if pd.notna(v)) == 2880.0  # the fencing window's spike
+    html = _html(section)
+    rows = _rows(html, "e2e-table")
+    assert len(rows) == 2 and "orders-cg" in html and "share-g" in html
+    assert "20 delivered offsets (orders 10, tasks 10) have no Produce in the capture" in html
+
+
+def test_e2e_section_has_no_missing_note_when_every_produce_was_seen(tmp_path: Path) -> None:
+    write_table(tmp_path, "e2e_latency", [{"window_start": pd.Timestamp("2026-01-01", tz="UTC"),
+                                           "window_end": pd.Timestamp("2026-01-01 00:00:01", tz="UTC"),
+                                           "topic": "t", "partition": 0, "client_id": "c", "records": 5,
+                                           "produce_seen": 5, "produce_missing": 0, "p50_ms": 1.0, "p95_ms": 2.0,
+                                           "p99_ms": 3.0, "max_ms": 4.0}])
+    html = _html(e2e.render(Report(str(tmp_path))))
+    assert "client c" in html and "no Produce" not in html
+
+
+def test_overview_cards_show_rebalances_e2e_p99_and_conflicts(report_dir: Path) -> None:
+    html = _html(overview.render(Report(str(report_dir))))
+    found = re.findall(r'<div class="card-value">([^<]*)</div><div class="card-label">([^<]*)</div>', html)
+    cards = {label: value for value, label in found}
+    assert cards["rebalances"] == "4" and cards["worst e2e p99"] == "2.88 s" and cards["ownership conflicts"] == "2"
+    assert "1.0 s stalled in total over 2 groups" in html and "orders 2.88 s, tasks 90.0 ms" in html
+    assert 'href="#rebalances"' in html and 'href="#e2e"' in html and 'href="#ownership-conflicts"' in html

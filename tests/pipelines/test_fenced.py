@@ -65,7 +65,8 @@ def test_producer_fenced_by_a_newer_instance_and_a_silent_zombie_produce(spark):
     batches = [batch("produce", 4, "t", 0, 0, 0, correlation_id=6, producer_id=7, producer_epoch=0)]
     source = "InitProducerId response corr=1 conn=c2 at 2026-01-01T00:00:02.001000Z"
     common = dict(kind="producer", transactional_id="tx", producer_id=7, client_id="app", stale_epoch=0,
-                  current_epoch=1, current_epoch_source=source, conn_id="c1", requests=1)
+                  current_epoch=1, current_epoch_source=source, conn_id="c1", requests=1,
+                  fenced_by_client_id="app", fenced_by_conn_id="c2", fenced_by_ts=t(2.001))
     assert_frame(spark, fenced(spark, frames, batches), [
         expected(**common, error_code=90, error_name="PRODUCER_FENCED", api_key=END_TXN, api_name="EndTxn",
                  correlation_id=5, ts=t(3), inferred=False),

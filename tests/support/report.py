@@ -117,7 +117,8 @@ def _fenced() -> list[dict]:
          "stale_epoch": 4, "current_epoch": 5, "error_code": 110, "error_name": "FENCED_MEMBER_EPOCH",
          "current_epoch_source": f"ConsumerGroupHeartbeat response corr=41 conn={conn(50003)} at {at(48)}",
          "api_key": 68, "api_name": "ConsumerGroupHeartbeat", "correlation_id": 57, "conn_id": conn(50004),
-         "ts": at(50), "inferred": False, "requests": 1},
+         "ts": at(50), "inferred": False, "requests": 1, "fenced_by_client_id": "consumer-a",
+         "fenced_by_conn_id": conn(50003), "fenced_by_member_id": LIVE_MEMBER, "fenced_by_ts": at(48)},
         {"kind": "producer", "transactional_id": "orders-tx", "producer_id": 1000, "client_id": "orders-producer",
          "stale_epoch": 0, "current_epoch": 1, "error_code": 90, "error_name": "PRODUCER_FENCED",
          "current_epoch_source": f"InitProducerId response corr=3 conn={conn(50001)} at {at(30)}",
@@ -193,6 +194,9 @@ def summary() -> dict:
             "fenced_epochs_by_kind": {"consumer_group": 1, "producer": 1, "classic_group": 1, "inferred": 1},
             "duplicate_ranges": {"consumer_group": 1, "share_group": 1, "producer": 1},
             "duplicate_records": {"consumer_group": 50, "share_group": 10, "producer": 10},
+            "rebalances": {"orders-cg": {"episodes": 3, "stalled_s": 1.0},
+                           "legacy-grp": {"episodes": 1, "stalled_s": 0.0}},
+            "e2e_p99_ms": {"orders": 2880.0, "tasks": 90.0}, "ownership_conflicts": 2,
             "produced_records": 4950, "fetched_records": 3600, "errors": 2, "anomalies": 1, "window": "1s"}
 
 
@@ -201,6 +205,99 @@ def write_table(root: Path, name: str, rows: list[dict]) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.Table.from_pylist(rows, schema=TABLES[name]), folder / "part-00000.parquet")
     (folder / "_SUCCESS").write_text("")
+
+
+def share_records() -> tuple[list[dict], list[dict], list[dict]]:
+    """share_records, share_spso/windows and share_spso/pinned: a poison record pinning the SPSO of share-g."""
+    def delivery(member: str, count: int, t: float, ack: str | None, end: str) -> dict:
+        return {"member_id": member, "client_id": "share-1", "delivery_count": count, "acquired_ts": at(t),
+                "lock_ms": 30000, "ack_type": ack, "ack_ts": at(t + 1) if ack else None, "ack_error": None,
+                "end": end}
+    common = {"group_id": "share-g", "topic": "tasks", "partition": 0}
+    records = [
+        {**common, "first_offset": 0, "last_offset": 4, "records": 5, "delivered": 1, "max_delivery_count": 1,
+         "deliveries": [delivery("c2hhcmVfbWVtYmVyXzAwMQ", 1, 10, "accept", "accepted")], "lock_expiries": 0,
+         "members": ["c2hhcmVfbWVtYmVyXzAwMQ"], "final_state": "acknowledged", "first_acquired_ts": at(10),
+         "terminal_ts": at(11), "time_to_terminal_ms": 1000.0},
+        {**common, "first_offset": 5, "last_offset": 5, "records": 1, "delivered": 3, "max_delivery_count": 3,
+         "deliveries": [delivery("c2hhcmVfbWVtYmVyXzAwMQ", n, 10 + 10 * n, "release", "released") for n in (1, 2, 3)],
+         "lock_expiries": 0, "members": ["c2hhcmVfbWVtYmVyXzAwMQ"], "final_state": "archived",
+         "archive_reason": "delivery_limit", "delivery_limit": 3, "delivery_limit_source": "inferred",
+         "first_acquired_ts": at(20), "terminal_ts": at(41), "time_to_terminal_ms": 21000.0},
+        {**common, "first_offset": 6, "last_offset": 9, "records": 4, "delivered": 1, "max_delivery_count": 1,
+         "deliveries": [delivery("c2hhcmVfbWVtYmVyXzAwMg", 1, 30, None, "held")], "lock_expiries": 0,
+         "members": ["c2hhcmVfbWVtYmVyXzAwMg"], "final_state": "acquired", "first_acquired_ts": at(30),
+         "holder": "c2hhcmVfbWVtYmVyXzAwMg"},
+    ]
+    windows = [{**common, "window_start": at(t), "window_end": at(t + 10), "spso": 5 if t < 40 else 6,
+                "log_end_offset": 10, "terminal_above_spso": 0, "share_lag": 5 if t < 40 else 4, "pinned": False}
+               for t in range(10, 80, 10)]
+    pinned = [{**common, "pinned_offset": 5, "pinned_last_offset": 5, "holder": "c2hhcmVfbWVtYmVyXzAwMQ",
+               "holder_client_id": "share-1", "start_ts": at(11), "end_ts": at(41), "duration_ms": 30000.0,
+               "records_behind": 0, "pinned_state": "archived", "max_delivery_count": 3, "lock_expiries": 0}]
+    return records, windows, pinned
+
+
+def rebalances() -> list[dict]:
+    """orders-cg: the fenced member's join (epochs 2-4, orders:0 moved to it), its fencing (epoch 5: the live
+    member took orders:0 back while the zombie still held it, so no stall: a conflict) and its rejoin; legacy-grp's
+    one generation change."""
+    base = {"group_id": "orders-cg", "kind": "consumer_group"}
+    hb = "ConsumerGroupHeartbeat response"
+    return [
+        {**base, "start_ts": at(8), "end_ts": at(21), "duration_s": 13.0, "generation_or_epoch": 4, "rounds": 3,
+         "members_before": 1, "members_after": 2, "members_joined": [FENCED_MEMBER], "members_left": [],
+         "partitions_moved": 1, "moved_partitions": ["orders:0"], "stalled_s": 1.0, "trigger": "member_joined",
+         "trigger_member_id": FENCED_MEMBER,
+         "evidence": f"opened by {hb} corr=101 conn={conn(50004)} at {at(8)}; closed by {hb} corr=103 at {at(21)}"},
+        {**base, "start_ts": at(48), "end_ts": at(50), "duration_s": 2.0, "generation_or_epoch": 5, "rounds": 1,
+         "members_before": 2, "members_after": 1, "members_joined": [], "members_left": [FENCED_MEMBER],
+         "partitions_moved": 1, "moved_partitions": ["orders:0"], "stalled_s": 0.0, "trigger": "member_fenced",
+         "trigger_member_id": FENCED_MEMBER,
+         "evidence": f"opened by {hb} corr=41 conn={conn(50003)} at {at(48)}; closed by FENCED_MEMBER_EPOCH "
+                     f"at {at(50)}"},
+        {**base, "start_ts": at(52), "end_ts": at(53), "duration_s": 1.0, "generation_or_epoch": 6, "rounds": 1,
+         "members_before": 1, "members_after": 2, "members_joined": [REJOINED_MEMBER], "members_left": [],
+         "partitions_moved": 0, "moved_partitions": [], "stalled_s": 0.0, "trigger": "member_joined",
+         "trigger_member_id": REJOINED_MEMBER,
+         "evidence": f"opened by {hb} corr=1 conn={conn(50004)} at {at(52)}; closed by {hb} corr=2 at {at(53)}"},
+        {"group_id": "legacy-grp", "kind": "classic_group", "start_ts": at(32), "end_ts": at(33.5),
+         "duration_s": 1.5, "generation_or_epoch": 2, "rounds": 1, "members_before": 1, "members_after": 1,
+         "members_joined": [], "members_left": [], "partitions_moved": 0, "moved_partitions": [], "stalled_s": 0.0,
+         "trigger": "unknown", "trigger_member_id": CLASSIC_MEMBER,
+         "evidence": f"opened by JoinGroup request corr=8 conn={conn(50006)} at {at(32)}; closed by SyncGroup "
+                     f"response corr=10 at {at(33.5)}"},
+    ]
+
+
+def ownership_conflicts() -> list[dict]:
+    """The zombie kept orders:0 from the live member's epoch 5 to its fencing, and fetched it meanwhile."""
+    base = {"kind": "consumer_group", "group_id": "orders-cg", "topic": "orders", "partition": 0,
+            "first_member_id": FENCED_MEMBER, "first_client_id": "consumer-b", "second_member_id": LIVE_MEMBER,
+            "second_client_id": "consumer-a",
+            "second_evidence": f"ConsumerGroupHeartbeat response corr=41 conn={conn(50003)} at {at(48)}"}
+    return [
+        {**base, "source": "assignment", "overlap_start": at(48), "overlap_end": at(50), "overlap_s": 2.0,
+         "first_evidence": f"handed by ConsumerGroupHeartbeat response corr=103 at {at(21)}; ended by "
+                           f"FENCED_MEMBER_EPOCH at {at(50)}"},
+        {**base, "source": "fetch", "overlap_start": at(48.5), "overlap_end": at(49.5), "overlap_s": 1.0,
+         "fetches": 2, "first_evidence": f"Fetch responses on {conn(50004)} from {at(48.5)} to {at(49.5)}"},
+    ]
+
+
+def e2e_latency() -> list[dict]:
+    """orders to orders-cg (a spike in the fencing's window; the first window's offsets were produced before the
+    capture) and tasks to share-g, in 10 s windows."""
+    rows = []
+    for t in range(0, SPAN_S, 10):
+        for topic, group, base in [("orders", "orders-cg", 12.0), ("tasks", "share-g", 30.0)]:
+            spike = 80.0 if topic == "orders" and t == 50 else 1.0
+            missing = 10 if t == 0 else 0
+            rows.append({"window_start": at(t), "window_end": at(t + 10), "topic": topic, "partition": 0,
+                         "group_id": group, "records": 40, "produce_seen": 40 - missing, "produce_missing": missing,
+                         "p50_ms": base, "p95_ms": base * 2 * spike, "p99_ms": base * 3 * spike,
+                         "max_ms": base * 4 * spike})
+    return rows
 
 
 def write_report(root: Path) -> Path:
@@ -212,6 +309,11 @@ def write_report(root: Path) -> Path:
                        ("sessions/epoch_events", _epoch_events()),
                        ("fenced_epochs", _fenced()), ("duplicate_deliveries", duplicates()),
                        ("throughput/data", data), ("throughput/requests", requests), ("throughput/lag", lag)]:
+        write_table(root, name, rows)
+    for name, rows in zip(("share_records", "share_spso/windows", "share_spso/pinned"), share_records()):
+        write_table(root, name, rows)
+    for name, rows in [("rebalances", rebalances()), ("e2e_latency", e2e_latency()),
+                       ("ownership_conflicts", ownership_conflicts())]:
         write_table(root, name, rows)
     (root / "summary.json").write_text(json.dumps(summary(), indent=2))
     return root

@@ -1,0 +1,13 @@
+"""spark-submit pipelines/submit/ownership_conflicts.py --frames OUT --out REPORT [--window 1s]"""
+
+import sys
+
+from kafkatap.pipelines.report import job_main
+
+
+def main(argv: list[str] | None = None) -> int:
+    return job_main("ownership_conflicts", argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

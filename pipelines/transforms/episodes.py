@@ -1,0 +1,124 @@
+"""When each rebalance episode of a group began and ended, per group kind, as the wire shows it.
+
+Classic groups: an episode closes with the last successful SyncGroup response of a generation every member of which
+(every member its JoinGroup responses named) got one; generations some member never synced (REBALANCE_IN_PROGRESS on
+SyncGroup, a rejoin) are failed rounds of the same episode. It opens with the first sign of PreparingRebalance after
+the previous episode closed: a JoinGroup request, or REBALANCE_IN_PROGRESS answered to a Heartbeat, OffsetCommit or
+SyncGroup.
+KIP-848 groups: an epoch E closes when every member handed E has been handed it and the last assignment handed at E
+(a member reaches the target epoch once it has revoked what it must; a joiner may get its partitions later at the
+same epoch, once others released them); epochs handed before the previous one closed belong to the same episode. It opens with
+the first heartbeat response after the previous episode that hands a member a new assignment or a new epoch.
+Every row: kind, group_id, start_ts, end_ts, generation_or_epoch, rounds, before (member ids of the previous
+episode), after, prev_end, open_evidence, close_evidence.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from kafkatap.dissect.protocol.generated.api_keys import ApiKey
+from kafkatap.dissect.protocol.generated.errors import ErrorCode
+from kafkatap.pipelines.transforms.common import is_ok, response_source
+from kafkatap.pipelines.transforms.members import member_frames
+
+COLUMNS = ["kind", "group_id", "start_ts", "end_ts", "generation_or_epoch", "rounds", "before", "after", "prev_end",
+           "open_evidence", "close_evidence"]
+
+
+def _response_at() -> F.Column:
+    return response_source(F.col("api_name"), F.coalesce("ts_response", "ts_request"))
+
+
+def _with_previous(closed: DataFrame, kind: str) -> DataFrame:
+    """Add `before` and `prev_end` from the group's previous episode."""
+    order = Window.partitionBy("group_id").orderBy("end_ts")
+    return (closed.withColumn("before", F.coalesce(F.lag("after").over(order), F.array().cast("array<string>")))
+            .withColumn("prev_end", F.lag("end_ts").over(order)).withColumn("kind", F.lit(kind)))
+
+
+def _opened(episodes: DataFrame, signals: DataFrame) -> DataFrame:
+    """start_ts / open_evidence: the first signal in (prev_end, end_ts], else `fallback_start`."""
+    s = signals.alias("s")
+    first = (episodes.alias("e").join(s, (F.col("s.group_id") == F.col("e.group_id"))
+                                      & (F.col("s.ts") <= F.col("e.end_ts"))
+                                      & (F.col("e.prev_end").isNull() | (F.col("s.ts") > F.col("e.prev_end"))))
+             .groupBy("e.group_id", "e.end_ts").agg(F.min_by(F.struct("s.ts", "s.evidence"), "s.ts").alias("o")))
+    return (episodes.join(first, ["group_id", "end_ts"], "left")
+            .withColumn("start_ts", F.least(F.coalesce(F.col("o.ts"), F.col("fallback_start")), F.col("fallback_start")))
+            .withColumn("open_evidence", F.when(F.col("o.ts") <= F.col("fallback_start"), F.col("o.evidence"))
+                        .otherwise(F.col("fallback_evidence")))
+            .select(*COLUMNS))
+
+
+def classic_episodes(frames: DataFrame) -> DataFrame:
+    mf = member_frames(frames).where(F.col("kind") == "classic_group")
+    ok = is_ok(F.col("error_code"))
+    joined = (mf.where((F.col("api_key") == ApiKey.JOIN_GROUP) & ok)
+              .select("group_id", "member_id", F.coalesce(
+                  F.get_json_object("response_json", "$.generation_id").cast("int"), "generation_id").alias("gen"),
+                      F.coalesce("ts_response", "ts_request").alias("ts"), _response_at().alias("evidence")))
+    synced = (mf.where((F.col("api_key") == ApiKey.SYNC_GROUP) & ok)
+              .select("group_id", "member_id", F.col("generation_id").alias("gen"),
+                      F.coalesce("ts_response", "ts_request").alias("ts"), _response_at().alias("evidence")))
+    gens = (joined.groupBy("group_id", "gen").agg(F.array_sort(F.collect_set("member_id")).alias("after"),
+                                                  F.min_by(F.struct("ts", "evidence"), "ts").alias("j"))
+            .join(synced.groupBy("group_id", "gen").agg(F.collect_set("member_id").alias("synced"),
+                                                        F.max_by(F.struct("ts", "evidence"), "ts").alias("s")),
+                  ["group_id", "gen"], "left"))
+    complete = F.coalesce(F.size(F.array_except("after", "synced")) == 0, F.lit(False))
+    order = Window.partitionBy("group_id").orderBy("gen")
+    closed = (gens.withColumn("complete", complete)
+              # generations since the previous complete one are this episode's rounds
+              .withColumn("_n", F.sum(F.col("complete").cast("int")).over(order) - F.col("complete").cast("int"))
+              .withColumn("rounds", F.count(F.lit(1)).over(Window.partitionBy("group_id", "_n")))
+              .withColumn("fallback", F.min(F.col("j")).over(Window.partitionBy("group_id", "_n")))
+              .where(F.col("complete"))
+              .select("group_id", F.col("gen").alias("generation_or_epoch"), "rounds", "after",
+                      F.col("s.ts").alias("end_ts"), F.col("s.evidence").alias("close_evidence"),
+                      F.col("fallback.ts").alias("fallback_start"), F.col("fallback.evidence").alias("fallback_evidence")))
+    rip = ((F.col("error_code") == ErrorCode.REBALANCE_IN_PROGRESS)
+           & F.col("api_key").isin(ApiKey.HEARTBEAT, ApiKey.OFFSET_COMMIT, ApiKey.SYNC_GROUP))
+    request_at = F.concat(F.col("api_name"), F.lit(" request corr="), F.col("correlation_id").cast("string"),
+                          F.lit(" conn="), F.col("conn_id"))
+    signals = mf.where(rip | (F.col("api_key") == ApiKey.JOIN_GROUP)).select(
+        "group_id", F.when(rip, F.coalesce("ts_response", "ts_request")).otherwise(F.col("ts")).alias("ts"),
+        F.when(rip, F.concat(_response_at(), F.lit(" REBALANCE_IN_PROGRESS"))).otherwise(request_at).alias("evidence"))
+    return _opened(_with_previous(closed, "classic_group"), signals)
+
+
+def kip848_episodes(frames: DataFrame) -> DataFrame:
+    mf = member_frames(frames).where(F.col("kind") == "consumer_group")
+    hb = (mf.where((F.col("api_key") == ApiKey.CONSUMER_GROUP_HEARTBEAT) & is_ok(F.col("error_code"))
+                   & (F.col("response_member_epoch") > 0))
+          .select("group_id", "member_id", F.col("response_member_epoch").alias("epoch"),
+                  F.coalesce("ts_response", "ts_request").alias("ts"), _response_at().alias("evidence"),
+                  F.get_json_object("response_json", "$.assignment").isNotNull().alias("assigns")))
+    # a member has reconciled to E when it first holds E and has received the last assignment handed at E; an
+    # assignment at E after a higher epoch was handed in the group is a revocation towards that one instead
+    earlier = Window.partitionBy("group_id").orderBy("ts").rowsBetween(Window.unboundedPreceding, -1)
+    at_target = F.col("assigns") & ~F.coalesce(F.max("epoch").over(earlier) > F.col("epoch"), F.lit(False))
+    reached = (hb.withColumn("_at_target", at_target).groupBy("group_id", "member_id", "epoch").agg(F.greatest(
+        F.min(F.struct("ts", "evidence")), F.max(F.when(F.col("_at_target"), F.struct("ts", "evidence"))))
+        .alias("r")))
+    epochs = reached.groupBy("group_id", "epoch").agg(
+        F.array_sort(F.collect_set("member_id")).alias("members"), F.min("r").alias("first"),
+        F.max("r").alias("last"))
+    order = Window.partitionBy("group_id").orderBy("epoch")
+    before = order.rowsBetween(Window.unboundedPreceding, -1)
+    runs = (epochs.withColumn("_closed_before", F.max(F.col("last.ts")).over(before))
+            .withColumn("_new", F.coalesce(F.col("first.ts") > F.col("_closed_before"), F.lit(True)).cast("int"))
+            .withColumn("_run", F.sum("_new").over(order)))
+    closed = (runs.groupBy("group_id", "_run").agg(
+        F.max("epoch").alias("generation_or_epoch"), F.count(F.lit(1)).alias("rounds"),
+        F.max_by("members", "epoch").alias("after"), F.max("last").alias("s"), F.min("first").alias("f"))
+        .select("group_id", "generation_or_epoch", "rounds", "after", F.col("s.ts").alias("end_ts"),
+                F.col("s.evidence").alias("close_evidence"), F.col("f.ts").alias("fallback_start"),
+                F.col("f.evidence").alias("fallback_evidence")))
+    signals = hb.where(F.col("assigns")).select("group_id", "ts", "evidence")
+    return _opened(_with_previous(closed, "consumer_group"), signals)
+
+
+def episodes(frames: DataFrame) -> DataFrame:
+    return classic_episodes(frames).unionByName(kip848_episodes(frames))

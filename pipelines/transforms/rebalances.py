@@ -1,0 +1,128 @@
+"""rebalances: one row per rebalance episode of a consumer group, with who came and went, what moved, how long the
+moved partitions had no owner, and what triggered it.
+
+Episodes come from `episodes` (their boundaries per group kind), ownership from `ownership`. The trigger is the
+earliest cause seen between the previous episode's close and this one's: a member that joined (its JoinGroup, or
+KIP-848 heartbeat at epoch 0), one that left (LeaveGroup or epoch -1/-2), one answered a fencing error, one that is
+gone with none of these (expired: the broker timed its session out), or a member whose subscription changed; ties go
+in that order, and nothing seen is `unknown`.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from kafkatap.dissect.protocol.generated.api_keys import ApiKey
+from kafkatap.pipelines.transforms.common import MEMBER_FENCING, request_str
+from kafkatap.pipelines.transforms.episodes import episodes
+from kafkatap.pipelines.transforms.members import member_frames
+from kafkatap.pipelines.transforms.ownership import ownership
+
+OUTPUT = ["group_id", "kind", "start_ts", "end_ts", "duration_s", "generation_or_epoch", "rounds", "members_before",
+          "members_after", "members_joined", "members_left", "partitions_moved", "moved_partitions", "stalled_s",
+          "trigger", "trigger_member_id", "evidence"]
+CAUSES = ["member_joined", "member_left", "member_fenced", "member_expired", "subscription_changed"]
+
+
+def _seconds(start: Column, end: Column) -> Column:
+    return (F.unix_micros(end) - F.unix_micros(start)) / 1e6
+
+
+def _causes(frames: DataFrame) -> DataFrame:
+    """(group_id, member_id, ts, cause) for every join, leave, fencing and subscription change."""
+    mf = member_frames(frames)
+    is_join = (F.col("api_key") == ApiKey.JOIN_GROUP) | (
+        (F.col("api_key") == ApiKey.CONSUMER_GROUP_HEARTBEAT) & (F.col("member_epoch") == 0))
+    is_leave = (F.col("api_key") == ApiKey.LEAVE_GROUP) | (
+        (F.col("api_key") == ApiKey.CONSUMER_GROUP_HEARTBEAT) & F.col("member_epoch").isin(-1, -2))
+    fenced = F.col("error_name").isin(MEMBER_FENCING)
+    topics = F.array_sort(F.coalesce(
+        F.from_json(request_str("$.protocols[0].metadata['$consumer'].topics"), "array<string>"),
+        F.from_json(request_str("$.subscribed_topic_names"), "array<string>")))
+    order = Window.partitionBy("group_id", "member_id").orderBy("ts")
+    subscribed = (mf.withColumn("topics", topics).where(F.col("topics").isNotNull())
+                  .withColumn("_prev", F.lag("topics").over(order))
+                  .where(F.col("_prev").isNotNull() & (F.col("_prev") != F.col("topics"))))
+    cause = (F.when(fenced, "member_fenced").when(is_leave, "member_left").when(is_join, "member_joined"))
+    at = F.when(fenced, F.coalesce("ts_response", "ts_request")).otherwise(F.col("ts"))
+    return (mf.where(fenced | is_leave | is_join).select("group_id", "member_id", at.alias("ts"), cause.alias("cause"))
+            .unionByName(subscribed.select("group_id", "member_id", "ts",
+                                           F.lit("subscription_changed").alias("cause"))))
+
+
+def _triggers(eps: DataFrame, causes: DataFrame) -> DataFrame:
+    """trigger / trigger_member_id per episode (keyed by group_id, end_ts)."""
+    c = causes.alias("c")
+    e = eps.select("group_id", "end_ts", "prev_end", "start_ts", "members_joined", "members_left", "after",
+                   "before").alias("e")
+    member = F.col("c.member_id")
+    relevant = (F.when(F.col("c.cause") == "member_joined", F.array_contains("e.members_joined", member))
+                .when(F.col("c.cause") == "subscription_changed",
+                      F.array_contains("e.before", member) & F.array_contains("e.after", member))
+                .otherwise(F.array_contains("e.members_left", member)))
+    seen = (e.join(c, (F.col("c.group_id") == F.col("e.group_id")) & (F.col("c.ts") <= F.col("e.end_ts"))
+                   & (F.col("e.prev_end").isNull() | (F.col("c.ts") > F.col("e.prev_end"))))
+            .where(relevant)
+            .select("e.group_id", "e.end_ts", "c.member_id", "c.cause", "c.ts"))
+    explained = seen.where(F.col("cause").isin("member_left", "member_fenced")).select(
+        "group_id", "end_ts", "member_id").distinct()
+    expired = (eps.select("group_id", "end_ts", "start_ts", F.explode("members_left").alias("member_id"))
+               .join(explained, ["group_id", "end_ts", "member_id"], "left_anti")
+               .select("group_id", "end_ts", "member_id", F.lit("member_expired").alias("cause"),
+                       F.col("start_ts").alias("ts")))
+    rank = F.array_position(F.array(*[F.lit(c) for c in CAUSES]), F.col("cause"))
+    return (seen.unionByName(expired).withColumn("_key", F.struct("ts", rank.alias("rank"), "member_id"))
+            .groupBy("group_id", "end_ts")
+            .agg(F.min_by(F.struct("cause", "member_id"), "_key").alias("t")))
+
+
+def _moves(eps: DataFrame, owned: DataFrame) -> DataFrame:
+    """partitions_moved / moved_partitions / stalled_s per episode: owners at the previous close against owners at
+    this close; a moved partition is unowned from its old owner's release (or the episode's start, when it had none)
+    to its new owner's assignment (or the episode's end, when it has none)."""
+    e = eps.select("group_id", "end_ts", "prev_end", "start_ts").alias("e")
+    o = owned.alias("o")
+    same = (F.col("o.group_id") == F.col("e.group_id"))
+    old = (e.join(o, same & F.col("e.prev_end").isNotNull() & (F.col("o.own_start") <= F.col("e.prev_end"))
+                  & (F.col("o.own_end") >= F.col("e.prev_end")))
+           .select("e.group_id", "e.end_ts", "o.topic", "o.partition",
+                   F.struct(F.col("o.member_id").alias("member_id"), F.col("o.own_end").alias("released"))
+                   .alias("old"), "o.own_start"))
+    new = (e.join(o, same & (F.col("o.own_start") <= F.col("e.end_ts")) & (F.col("o.own_end") >= F.col("e.end_ts")))
+           .select("e.group_id", "e.end_ts", "o.topic", "o.partition",
+                   F.struct(F.col("o.member_id").alias("member_id"), F.col("o.own_start").alias("taken"))
+                   .alias("new")))
+    key = ["group_id", "end_ts", "topic", "partition"]
+    # a zombie still holding a partition is not its owner: the member handed it last is
+    old = old.groupBy(key).agg(F.max_by("old", "own_start").alias("old"))
+    new = new.groupBy(key).agg(F.max_by("new", "new.taken").alias("new"))
+    both = (old.join(new, key, "full").join(eps.select("group_id", "end_ts", "start_ts"), ["group_id", "end_ts"])
+            .where(~F.col("old.member_id").eqNullSafe(F.col("new.member_id"))))
+    unowned = _seconds(F.coalesce(F.col("old.released"), F.col("start_ts")),
+                       F.coalesce(F.col("new.taken"), F.col("end_ts")))
+    return (both.groupBy("group_id", "end_ts").agg(
+        F.count(F.lit(1)).alias("partitions_moved"),
+        F.array_sort(F.collect_list(F.concat_ws(":", "topic", F.col("partition").cast("string"))))
+        .alias("moved_partitions"),
+        F.max(F.greatest(unowned, F.lit(0.0))).alias("stalled_s")))
+
+
+def rebalances(frames: DataFrame, batches: DataFrame) -> DataFrame:
+    eps = (episodes(frames)
+           .withColumn("members_joined", F.array_sort(F.array_except("after", "before")))
+           .withColumn("members_left", F.array_sort(F.array_except("before", "after"))))
+    key = ["group_id", "end_ts"]
+    return (eps.join(_triggers(eps, _causes(frames)), key, "left")
+            .join(_moves(eps, ownership(frames, batches)), key, "left")
+            .withColumn("duration_s", _seconds(F.col("start_ts"), F.col("end_ts")))
+            .withColumn("members_before", F.size("before").cast("int"))
+            .withColumn("members_after", F.size("after").cast("int"))
+            .withColumn("partitions_moved", F.coalesce("partitions_moved", F.lit(0)))
+            .withColumn("moved_partitions", F.coalesce("moved_partitions", F.array().cast("array<string>")))
+            .withColumn("stalled_s", F.coalesce("stalled_s", F.lit(0.0)))
+            .withColumn("trigger", F.coalesce(F.col("t.cause"), F.lit("unknown")))
+            .withColumn("trigger_member_id", F.col("t.member_id"))
+            .withColumn("evidence", F.concat(F.lit("opened by "), F.col("open_evidence"), F.lit("; closed by "),
+                                             F.col("close_evidence")))
+            .select(OUTPUT))
