@@ -145,8 +145,18 @@ def closing(done: api.Outputs, console: Console, spark_log: str | None) -> None:
                        f"{r.get('clients', 0)} clients, {r.get('brokers', 0)} brokers, {r.get('groups', 0)} groups")
     t.add_row("errors", f"{r.get('errors', 0):,} error responses, {r.get('anomalies', 0):,} anomalies")
     t.add_row("fencings", str(r.get("fenced_epochs", 0)))
+    episodes = r.get("rebalances") or {}
+    stalled = sum(g["stalled_s"] for g in episodes.values())
+    t.add_row("rebalances", f"{sum(g['episodes'] for g in episodes.values())} in {len(episodes)} group(s), "
+                            f"partitions without an owner for {stalled:.1f} s in all")
+    t.add_row("ownership conflicts", str(r.get("ownership_conflicts", 0)))
     duplicates = sum((r.get("duplicate_records") or {}).values())
     t.add_row("delivered again", f"{duplicates:,} records")
+    worst = max((r.get("e2e_p99_ms") or {}).items(), key=lambda kv: kv[1], default=None)
+    if worst:
+        t.add_row("end-to-end p99", f"{worst[1]:,.0f} ms (topic {worst[0]}, the slowest)")
+    if r.get("share_poison_records"):
+        t.add_row("poison records", f"{r['share_poison_records']:,} archived at the delivery limit")
     t.add_row("dashboard", str(done.page))
     if spark_log and os.path.exists(spark_log):
         t.add_row("spark log", spark_log)
