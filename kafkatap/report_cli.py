@@ -80,6 +80,10 @@ def run(captures: list[str], out: Path, *, ports: list[int], workers: int = 1, m
         if done.dissect_summary["interrupted"]:
             raise errors.CommandError(f"interrupted: {done.dissected} holds what was dissected before the signal; "
                                       "nothing was analyzed", errors.INTERRUPTED)
+        bad = done.dissect_summary["unreadable_files"]
+        if not done.dissect_summary["capture_files_read"]:
+            raise errors.CommandError(f"no input was a capture it could read ({'; '.join(list(bad.values())[:3])}): "
+                                      "nothing to analyze")
         done.report_summary = api.analyze(done.dissected, done.report, master=master, window=window,
                                           on_job=stages.job_done, verbose=verbose, spark_log=spark_log)
         stages.next()
@@ -89,7 +93,6 @@ def run(captures: list[str], out: Path, *, ports: list[int], workers: int = 1, m
         closing(done, Console(), spark_log)
     if open_page:
         webbrowser.open(done.page.resolve().as_uri())
-    bad = done.dissect_summary["unreadable_files"]
     if bad:
         raise errors.CommandError(f"{len(bad)} of {len(captures)} inputs could not be read as captures "
                                   f"({'; '.join(list(bad.values())[:3])}); the report covers the others")
