@@ -77,22 +77,33 @@ def _unreadable(path: str) -> str | None:
         return f"cannot be read ({exc.strerror or exc})"
 
 
+def check_arguments(captures: list[str], ports: list[int], workers: int) -> None:
+    """What `dissect` and `report` refuse before reading anything: missing files, folders, ports, workers."""
+    missing = [c for c in captures if not os.path.exists(c)]
+    if missing:
+        raise UsageError(f"no such file: {', '.join(missing)}")
+    folders = [c for c in captures if os.path.isdir(c)]
+    if folders:
+        raise UsageError(f"{folders[0]} is a folder: give the capture files in it (e.g. {folders[0]}/*.pcapng)")
+    if any(not 0 < port < 65536 for port in ports):
+        raise UsageError("a port must be 1-65535")
+    if workers < 1:
+        raise UsageError("--workers must be at least 1")
+
+
+def unreadable(summary: dict) -> str:
+    """The first few inputs that were not captures, with why (each reason names its file)."""
+    bad = list(summary["unreadable_files"].values())
+    return "; ".join(bad[:3]) + ("; ..." if len(bad) > 3 else "")
+
+
 @errors.command("dissect")
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
-    missing = [c for c in args.captures if not os.path.exists(c)]
-    if missing:
-        raise UsageError(f"no such file: {', '.join(missing)}")
-    folders = [c for c in args.captures if os.path.isdir(c)]
-    if folders:
-        raise UsageError(f"{folders[0]} is a folder: give the capture files in it (e.g. {folders[0]}/*.pcapng)")
+    ports = args.port or [9092]
+    check_arguments(args.captures, ports, args.workers)
     if args.payloads and not args.records:
         raise UsageError("--payloads needs --records")
-    ports = args.port or [9092]
-    if any(not 0 < port < 65536 for port in ports):
-        raise UsageError("a port must be 1-65535")
-    if args.workers < 1:
-        raise UsageError("--workers must be at least 1")
     console = Console(stderr=True)
     keylogs = keylog_files(args.tls_keylog, lambda line: console.print(f"[yellow]warning:[/] {line}"))
     with stop_on_signal() as stop:
@@ -117,7 +128,7 @@ def outcome(summary: dict, out: str) -> int:
     bad = summary["unreadable_files"]
     if not bad:
         return errors.OK
-    listed = "; ".join(list(bad.values())[:3]) + ("; ..." if len(bad) > 3 else "")  # each names its file
+    listed = unreadable(summary)
     if summary["capture_files_read"] == 0:
         print(f"kafkatap dissect: no input was a capture it could read ({listed}): nothing was dissected",
               file=sys.stderr)

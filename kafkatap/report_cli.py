@@ -18,9 +18,9 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from kafkatap import api, errors
-from kafkatap.dissect.cli import add_keylog_option, keylog_files
+from kafkatap.dissect.cli import add_keylog_option, check_arguments, keylog_files, unreadable
 from kafkatap.dissect.stop import stop_on_signal
-from kafkatap.errors import UsageError
+from kafkatap.pipelines.submit.analyze import window_arg
 
 
 def parser() -> errors.ArgumentParser:
@@ -33,7 +33,8 @@ def parser() -> errors.ArgumentParser:
     p.add_argument("--workers", type=int, default=1, metavar="N", help="dissect with N processes")
     add_keylog_option(p)
     p.add_argument("--master", default=None, help="Spark master for the pipelines (default local[*])")
-    p.add_argument("--window", default="1s", help="throughput window, e.g. 500ms, 1s, 1m (default 1s)")
+    p.add_argument("--window", default="1s", type=window_arg,
+                   help="throughput window, e.g. 500ms, 1s, 1m (default 1s)")
     p.add_argument("--open", action="store_true", help="open the dashboard in a browser when done")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress display and no summary")
     p.add_argument("--verbose", action="store_true",
@@ -44,11 +45,7 @@ def parser() -> errors.ArgumentParser:
 @errors.command("report")
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
-    missing = [c for c in args.captures if not os.path.isfile(c)]
-    if missing:
-        raise UsageError(f"no such file: {', '.join(missing)}")
-    if args.workers < 1:
-        raise UsageError("--workers must be at least 1")
+    check_arguments(args.captures, args.port or [9092], args.workers)
     keylogs = keylog_files(args.tls_keylog, lambda line: print(f"kafkatap report: warning: {line}", file=sys.stderr))
     return run(args.captures, Path(args.out), ports=args.port or [9092], workers=args.workers, master=args.master,
                window=args.window, open_page=args.open, quiet=args.quiet, verbose=args.verbose,
@@ -61,12 +58,7 @@ def run(captures: list[str], out: Path, *, ports: list[int], workers: int = 1, m
     """The whole chain with its display; returns the exit code (also `kafkatap demo`'s). The stages are called one
     by one (not through api.report) so that Ctrl-C stops the dissect cleanly and the later stages at once."""
     from kafkatap.pipelines.launch import log_path
-    from kafkatap.pipelines.storage import window_interval
 
-    try:
-        window_interval(window)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
     console = Console(stderr=True)
     spark_log = None if verbose else log_path("report")
     done = api.Outputs(out / "dissected", out / "report", out / "dashboard.html", {}, {})
@@ -80,9 +72,8 @@ def run(captures: list[str], out: Path, *, ports: list[int], workers: int = 1, m
         if done.dissect_summary["interrupted"]:
             raise errors.CommandError(f"interrupted: {done.dissected} holds what was dissected before the signal; "
                                       "nothing was analyzed", errors.INTERRUPTED)
-        bad = done.dissect_summary["unreadable_files"]
         if not done.dissect_summary["capture_files_read"]:
-            raise errors.CommandError(f"no input was a capture it could read ({'; '.join(list(bad.values())[:3])}): "
+            raise errors.CommandError(f"no input was a capture it could read ({unreadable(done.dissect_summary)}): "
                                       "nothing to analyze")
         done.report_summary = api.analyze(done.dissected, done.report, master=master, window=window,
                                           on_job=stages.job_done, verbose=verbose, spark_log=spark_log)
@@ -93,9 +84,10 @@ def run(captures: list[str], out: Path, *, ports: list[int], workers: int = 1, m
         closing(done, Console(), spark_log)
     if open_page:
         webbrowser.open(done.page.resolve().as_uri())
+    bad = done.dissect_summary["unreadable_files"]
     if bad:
         raise errors.CommandError(f"{len(bad)} of {len(captures)} inputs could not be read as captures "
-                                  f"({'; '.join(list(bad.values())[:3])}); the report covers the others")
+                                  f"({unreadable(done.dissect_summary)}); the report covers the others")
     return errors.OK
 
 
