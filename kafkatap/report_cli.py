@@ -20,6 +20,8 @@ from rich.table import Table
 from kafkatap import api, errors
 from kafkatap.dissect.cli import add_keylog_option, check_arguments, keylog_files, unreadable
 from kafkatap.dissect.stop import stop_on_signal
+from kafkatap.pipelines.launch import log_path
+from kafkatap.pipelines.report import JOBS
 from kafkatap.pipelines.submit.analyze import window_arg
 
 
@@ -57,8 +59,6 @@ def run(captures: list[str], out: Path, *, ports: list[int], workers: int = 1, m
         tls_keylog: list[str] | None = None) -> int:
     """The whole chain with its display; returns the exit code (also `kafkatap demo`'s). The stages are called one
     by one (not through api.report) so that Ctrl-C stops the dissect cleanly and the later stages at once."""
-    from kafkatap.pipelines.launch import log_path
-
     console = Console(stderr=True)
     spark_log = None if verbose else log_path("report")
     done = api.Outputs(out / "dissected", out / "report", out / "dashboard.html", {}, {})
@@ -95,8 +95,6 @@ class Stages:
     """One progress display over the three stages: capture bytes while dissecting, jobs while analyzing."""
 
     def __init__(self, console: Console, enabled: bool, capture_bytes: int) -> None:
-        from kafkatap.pipelines.report import JOBS
-
         self.progress = Progress(TextColumn("{task.description:<10}"), BarColumn(), TextColumn("{task.fields[note]}"),
                                  TimeElapsedColumn(), console=console, transient=True, disable=not enabled)
         self.tasks = [self.progress.add_task("dissect", total=capture_bytes, note=""),
