@@ -319,7 +319,8 @@ OWNERSHIP_CONFLICTS = table(
     column("overlap_start", TS, "Start of the overlap."),
     column("overlap_end", TS, "End of the overlap (for `fetch`: the last such fetch response)."),
     column("overlap_s", pa.float64(), "`overlap_end - overlap_start`, seconds."),
-    column("fetches", pa.int64(), "`fetch` rows: Fetch responses that carried the partition to the stale member."),
+    column("fetches", pa.int64(), "Fetch responses that carried the partition to the stale member during the overlap "
+           "(`assignment` rows: 0 when it only released late; `fetch` rows: at least 1)."),
     column("first_evidence", pa.string(), "How the stale owner got the partition and what ended it (or its fetches)."),
     column("second_evidence", pa.string(), "The response that handed the partition to the other member."),
 )

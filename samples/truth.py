@@ -35,7 +35,12 @@ A truth file (`samples/<name>.truth.json`) is one JSON object; these keys are al
   their last allowed delivery)
 - `share_deliveries`: [{`client_id`, `group_id`, `topic`, `partition`, `offset`, `delivery_count`, `ack`}]
   (`ack`: `accept`, `release` or `reject`; null when the consumer held the record and never acknowledged it)
-- `events`: [{`t`, `client_id`, `what`, ...}]: the script's timeline (joins, leaves, stalls, errors), seconds from start
+- `events`: [{`t`, `client_id`, `what`, ...}]: the script's timeline (joins, leaves, stalls, errors), seconds from start;
+  member processes also log `wall` (Unix seconds) and their rebalance callbacks (`partitions_revoked`,
+  `partitions_assigned`, with `member_id`, `partitions` as `topic:partition`, and for kafka-python `generation_id`)
+- optional `record_times`: {`sent`: [[topic, partition, offset, wall]], `received`: [[client_id, group_id, topic,
+  partition, offset, wall]]}: when the producer handed each record to its library and when a consumer's poll
+  returned it (Unix seconds), for end-to-end latency
 - `notes`: where this broker differs from Apache Kafka, as observed in this run
 
 `kind` values: `classic_group`, `consumer_group` (KIP-848), `share_group` (KIP-932), `producer`, `none` (assign()).

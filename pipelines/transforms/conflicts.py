@@ -3,7 +3,8 @@ KIP-848 reconciliation bugs.
 
 Two rules, each a row `source`:
 - `assignment`: two members' ownership intervals (`ownership.ownership`) of the same partition overlap: the later
-  owner was handed it while the earlier one had not given it up on the wire.
+  owner was handed it while the earlier one had not given it up on the wire. `fetches` counts the Fetch responses
+  that brought the earlier owner the partition during the overlap: 0 is a slow release, more is a zombie at work.
 - `fetch`: a member (linked to its fetches as in `sessions/fetch_links`) received the partition in Fetch responses
   while it did not own it and another member did. Its fetches are grouped per (member, owner).
 Ownership intervals are few per partition (one per assignment change), so the self-join stays small.
@@ -27,33 +28,44 @@ def _span(start: str, end: str):
     return (F.unix_micros(F.col(end)) - F.unix_micros(F.col(start))) / 1e6
 
 
-def _assignment_overlaps(owned: DataFrame) -> DataFrame:
+def _assignment_overlaps(owned: DataFrame, linked: DataFrame) -> DataFrame:
     a, b = owned.alias("a"), owned.alias("b")
     pairs = a.join(b, (F.col("a.group_id") == F.col("b.group_id")) & (F.col("a.topic") == F.col("b.topic"))
                    & (F.col("a.partition") == F.col("b.partition")) & (F.col("a.member_id") != F.col("b.member_id"))
                    & (F.col("a.own_start") <= F.col("b.own_start")) & (F.col("b.own_start") < F.col("a.own_end")))
     # equal starts would pair both ways: keep the one in member id order
     pairs = pairs.where((F.col("a.own_start") < F.col("b.own_start")) | (F.col("a.member_id") < F.col("b.member_id")))
-    return pairs.select(
+    overlaps = pairs.select(
         F.col("a.kind").alias("kind"), F.col("a.group_id").alias("group_id"), F.col("a.topic").alias("topic"),
         F.col("a.partition").alias("partition"), F.lit("assignment").alias("source"),
         F.col("a.member_id").alias("first_member_id"), F.col("a.client_id").alias("first_client_id"),
         F.col("b.member_id").alias("second_member_id"), F.col("b.client_id").alias("second_client_id"),
         F.col("b.own_start").alias("overlap_start"), F.least("a.own_end", "b.own_end").alias("overlap_end"),
-        F.lit(None).cast("long").alias("fetches"),
         F.concat(F.lit("held since "), F.col("a.start_evidence"), F.lit(", until "), F.col("a.end_evidence"))
         .alias("first_evidence"),
         F.concat(F.lit("handed by "), F.col("b.start_evidence")).alias("second_evidence"))
+    o, d = overlaps.alias("o"), linked.alias("d")
+    during = (o.join(d, (F.col("d.member_id") == F.col("o.first_member_id")) & (F.col("d.group_id") == F.col("o.group_id"))
+                     & (F.col("d.topic") == F.col("o.topic")) & (F.col("d.partition") == F.col("o.partition"))
+                     & F.col("d.ts").between(F.col("o.overlap_start"), F.col("o.overlap_end")))
+              .groupBy("o.group_id", "o.topic", "o.partition", "o.first_member_id", "o.second_member_id",
+                       "o.overlap_start").agg(F.count(F.lit(1)).alias("fetches")))
+    key = ["group_id", "topic", "partition", "first_member_id", "second_member_id", "overlap_start"]
+    return overlaps.join(during, key, "left").withColumn("fetches", F.coalesce("fetches", F.lit(0)))
 
 
-def _fetch_overlaps(owned: DataFrame, batches: DataFrame, spans: DataFrame) -> DataFrame:
+def _linked_fetches(batches: DataFrame, spans: DataFrame) -> DataFrame:
+    """Fetch responses that delivered a partition, one row each, linked to the one member that fetched them."""
     fetched = (with_client_host(batches).drop("group_id", "member_id")
                .where((F.col("direction") == "fetch") & ~F.col("is_control")
                       & (F.coalesce(F.col("partition_error_code"), F.lit(0)) == 0))
                .select("conn_id", "correlation_id", "client_id", "client_host", "ts", "topic", "partition")
                .dropDuplicates(["conn_id", "correlation_id", "topic", "partition"])
                .withColumn("delivery_id", F.xxhash64("conn_id", "correlation_id", "topic", "partition")))
-    linked = link_deliveries(fetched, spans).where(F.col("link") == "linked")
+    return link_deliveries(fetched, spans).where(F.col("link") == "linked")
+
+
+def _fetch_overlaps(owned: DataFrame, linked: DataFrame) -> DataFrame:
     def at(who: str) -> Column:
         """The ownership interval `who` covers the delivery `d`'s partition at its time."""
         return ((F.col(f"{who}.group_id") == F.col("d.group_id")) & (F.col(f"{who}.topic") == F.col("d.topic"))
@@ -81,6 +93,6 @@ def _fetch_overlaps(owned: DataFrame, batches: DataFrame, spans: DataFrame) -> D
 
 def ownership_conflicts(frames: DataFrame, batches: DataFrame, spans: DataFrame) -> DataFrame:
     """`spans`: members' spans (`members.member_spans`), for linking fetches to members."""
-    owned = ownership(frames, batches)
-    rows = _assignment_overlaps(owned).unionByName(_fetch_overlaps(owned, batches, spans))
+    owned, linked = ownership(frames, batches), _linked_fetches(batches, spans)
+    rows = _assignment_overlaps(owned, linked).unionByName(_fetch_overlaps(owned, linked))
     return rows.withColumn("overlap_s", _span("overlap_start", "overlap_end")).select(OUTPUT)

@@ -49,15 +49,22 @@ def _create_times(records: DataFrame | None) -> DataFrame | None:
     return records.groupBy(*KEY).agg(F.min("timestamp").alias("create_ts"))
 
 
-def e2e_latency(batches: DataFrame, records: DataFrame | None, links: DataFrame, interval: str) -> DataFrame:
-    """`links`: sessions/fetch_links; `records`: the dissector's records/, or None (then no CreateTime columns)."""
+def offset_latency(batches: DataFrame, records: DataFrame | None, links: DataFrame) -> DataFrame:
+    """One row per offset and consumer: group_id, client_id, topic, partition, offset, produced_ts, delivered_ts,
+    create_ts, `ms` (null when the capture lacks the produce side, or shows it after the delivery) and `create_ms`.
+    `links`: sessions/fetch_links; `records`: the dissector's records/, or None (then no CreateTime)."""
     joined = _delivered(batches, links).join(_produced(batches), KEY, "left")
     created = _create_times(records)
     joined = (joined.join(created, KEY, "left") if created is not None
               else joined.withColumn("create_ts", F.lit(None).cast("timestamp")))
     latency = F.when(F.col("produced_ts") <= F.col("delivered_ts"), _ms_since("produced_ts"))
+    return joined.withColumn("ms", latency).withColumn("create_ms", _ms_since("create_ts"))
+
+
+def e2e_latency(batches: DataFrame, records: DataFrame | None, links: DataFrame, interval: str) -> DataFrame:
+    """`offset_latency` summarised per window of delivery, topic, partition and consumer."""
     window = F.window("delivered_ts", interval)
-    measured = (joined.withColumn("ms", latency).withColumn("create_ms", _ms_since("create_ts"))
+    measured = (offset_latency(batches, records, links)
                 .withColumn("window_start", window.start).withColumn("window_end", window.end))
     return (measured.groupBy("window_start", "window_end", "topic", "partition", "group_id", "client_id")
             .agg(F.count(F.lit(1)).alias("records"), F.count("ms").alias("produce_seen"),

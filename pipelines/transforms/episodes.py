@@ -3,12 +3,15 @@
 Classic groups: an episode closes with the last successful SyncGroup response of a generation every member of which
 (every member its JoinGroup responses named) got one; generations some member never synced (REBALANCE_IN_PROGRESS on
 SyncGroup, a rejoin) are failed rounds of the same episode. It opens with the first sign of PreparingRebalance after
-the previous episode closed: a JoinGroup request, or REBALANCE_IN_PROGRESS answered to a Heartbeat, OffsetCommit or
-SyncGroup.
+the previous episode closed: a JoinGroup request, a LeaveGroup request (the broker starts rebalancing as it reads
+one), or REBALANCE_IN_PROGRESS answered to a Heartbeat, OffsetCommit or SyncGroup.
 KIP-848 groups: an epoch E closes when every member handed E has been handed it and the last assignment handed at E
 (a member reaches the target epoch once it has revoked what it must; a joiner may get its partitions later at the
-same epoch, once others released them); epochs handed before the previous one closed belong to the same episode. It opens with
-the first heartbeat response after the previous episode that hands a member a new assignment or a new epoch.
+same epoch, once others released them); epochs handed before the previous one closed belong to the same episode. An
+assignment at E that takes partitions away from what the member was handed at E is a revocation towards the next
+target, so it belongs to the next episode. An episode opens with the first heartbeat response after the previous
+episode that hands a member a new assignment or a new epoch, or with a member's leave (a heartbeat at epoch -1),
+whichever comes first. A join (epoch 0) opens nothing by itself: the assignor may have nothing to give the joiner.
 Every row: kind, group_id, start_ts, end_ts, generation_or_epoch, rounds, before (member ids of the previous
 episode), after, prev_end, open_evidence, close_evidence.
 """
@@ -23,12 +26,18 @@ from kafkatap.dissect.protocol.generated.errors import ErrorCode
 from kafkatap.pipelines.transforms.common import is_ok, response_source
 from kafkatap.pipelines.transforms.members import member_frames
 
+_ASSIGNED = "array<struct<topic_id:string,partitions:array<int>>>"
 COLUMNS = ["kind", "group_id", "start_ts", "end_ts", "generation_or_epoch", "rounds", "before", "after", "prev_end",
            "open_evidence", "close_evidence"]
 
 
 def _response_at() -> F.Column:
     return response_source(F.col("api_name"), F.coalesce("ts_response", "ts_request"))
+
+
+def _request_at() -> F.Column:
+    return F.concat(F.col("api_name"), F.lit(" request corr="), F.col("correlation_id").cast("string"),
+                    F.lit(" conn="), F.col("conn_id"))
 
 
 def _with_previous(closed: DataFrame, kind: str) -> DataFrame:
@@ -80,11 +89,10 @@ def classic_episodes(frames: DataFrame) -> DataFrame:
                       F.col("fallback.ts").alias("fallback_start"), F.col("fallback.evidence").alias("fallback_evidence")))
     rip = ((F.col("error_code") == ErrorCode.REBALANCE_IN_PROGRESS)
            & F.col("api_key").isin(ApiKey.HEARTBEAT, ApiKey.OFFSET_COMMIT, ApiKey.SYNC_GROUP))
-    request_at = F.concat(F.col("api_name"), F.lit(" request corr="), F.col("correlation_id").cast("string"),
-                          F.lit(" conn="), F.col("conn_id"))
-    signals = mf.where(rip | (F.col("api_key") == ApiKey.JOIN_GROUP)).select(
+    signals = mf.where(rip | F.col("api_key").isin(ApiKey.JOIN_GROUP, ApiKey.LEAVE_GROUP)).select(
         "group_id", F.when(rip, F.coalesce("ts_response", "ts_request")).otherwise(F.col("ts")).alias("ts"),
-        F.when(rip, F.concat(_response_at(), F.lit(" REBALANCE_IN_PROGRESS"))).otherwise(request_at).alias("evidence"))
+        F.when(rip, F.concat(_response_at(), F.lit(" REBALANCE_IN_PROGRESS"))).otherwise(_request_at())
+        .alias("evidence"))
     return _opened(_with_previous(closed, "classic_group"), signals)
 
 
@@ -94,11 +102,19 @@ def kip848_episodes(frames: DataFrame) -> DataFrame:
                    & (F.col("response_member_epoch") > 0))
           .select("group_id", "member_id", F.col("response_member_epoch").alias("epoch"),
                   F.coalesce("ts_response", "ts_request").alias("ts"), _response_at().alias("evidence"),
-                  F.get_json_object("response_json", "$.assignment").isNotNull().alias("assigns")))
+                  F.from_json(F.get_json_object("response_json", "$.assignment.topic_partitions"), _ASSIGNED)
+                  .alias("assigned")))
+    hb = (hb.withColumn("assigns", F.col("assigned").isNotNull())
+          .withColumn("held", F.flatten(F.transform("assigned", lambda tp: F.transform(
+              tp["partitions"], lambda p: F.concat_ws(":", tp["topic_id"], p.cast("string")))))))
     # a member has reconciled to E when it first holds E and has received the last assignment handed at E; an
-    # assignment at E after a higher epoch was handed in the group is a revocation towards that one instead
+    # assignment at E after a higher epoch was handed in the group, or one that takes partitions away from the
+    # member's previous assignment at E, is a revocation towards the next target instead
     earlier = Window.partitionBy("group_id").orderBy("ts").rowsBetween(Window.unboundedPreceding, -1)
-    at_target = F.col("assigns") & ~F.coalesce(F.max("epoch").over(earlier) > F.col("epoch"), F.lit(False))
+    previous = Window.partitionBy("group_id", "member_id", "epoch", "assigns").orderBy("ts")
+    revokes = F.coalesce(F.size(F.array_except(F.lag("held").over(previous), "held")) > 0, F.lit(False))
+    at_target = (F.col("assigns") & ~revokes
+                 & ~F.coalesce(F.max("epoch").over(earlier) > F.col("epoch"), F.lit(False)))
     reached = (hb.withColumn("_at_target", at_target).groupBy("group_id", "member_id", "epoch").agg(F.greatest(
         F.min(F.struct("ts", "evidence")), F.max(F.when(F.col("_at_target"), F.struct("ts", "evidence"))))
         .alias("r")))
@@ -116,7 +132,9 @@ def kip848_episodes(frames: DataFrame) -> DataFrame:
         .select("group_id", "generation_or_epoch", "rounds", "after", F.col("s.ts").alias("end_ts"),
                 F.col("s.evidence").alias("close_evidence"), F.col("f.ts").alias("fallback_start"),
                 F.col("f.evidence").alias("fallback_evidence")))
-    signals = hb.where(F.col("assigns")).select("group_id", "ts", "evidence")
+    leaves = mf.where((F.col("api_key") == ApiKey.CONSUMER_GROUP_HEARTBEAT) & (F.col("member_epoch") == -1)).select(
+        "group_id", "ts", _request_at().alias("evidence"))
+    signals = hb.where(F.col("assigns")).select("group_id", "ts", "evidence").unionByName(leaves)
     return _opened(_with_previous(closed, "consumer_group"), signals)
 
 

@@ -8,6 +8,8 @@ NAMES = (
     "share_group",
     "share_locks",
     "consumer_group_848",
+    "rebalances_classic",
+    "rebalances_848",
     "day_in_the_life",
     "synthetic_read_committed",
     "synthetic_classic_rebalance",

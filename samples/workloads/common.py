@@ -56,3 +56,12 @@ def eos_stats() -> tuple[dict, dict]:
         eos.update(json.loads(raw).get("eos", {}))
 
     return eos, {"statistics.interval.ms": 100, "stats_cb": on_stats}
+
+
+def record_times(truth: Truth, *, sent: list[list] = (), received: list[list] = ()) -> None:
+    """Per-record wall-clock times into the truth's `record_times`: sent [topic, partition, offset, wall] when the
+    producer handed the record to its client library, received [client_id, group_id, topic, partition, offset, wall]
+    when a consumer's poll returned it."""
+    times = truth.doc.setdefault("record_times", {"sent": [], "received": []})
+    times["sent"].extend(sent)
+    times["received"].extend(received)

@@ -4,7 +4,11 @@
 with `group.protocol=consumer`, KIP-848), polls and commits after every poll until the stop file appears, and writes
 what it received, its generations or member epochs, its requests and the errors it was answered to `spec["out"]`.
 With `stall_after_records`, it stops itself (SIGSTOP) right after receiving that many records and before committing
-them, like a process frozen by a long GC pause or a swap storm; the workload resumes it (SIGCONT).
+them, like a process frozen by a long GC pause or a swap storm; the workload resumes it (SIGCONT). With
+`zombie_after_records` (kafka-python), its heartbeats stop for good after that many records while it goes on polling
+and never commits again: the broker expires it and hands its partitions to others, and it keeps fetching them, the
+way a consumer whose heartbeat thread died does. Every member logs its rebalance callbacks (partitions revoked and
+assigned, with wall-clock times) as events, and the wall-clock time each record reached the application.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import time
 from pathlib import Path
 
 import kafka.errors as Errors
-from kafka import KafkaConsumer
+from kafka import ConsumerRebalanceListener, KafkaConsumer
 
 from kafkatap.samples.clients import RequestLog
 
@@ -27,12 +31,13 @@ from kafkatap.samples.clients import RequestLog
 def main(spec_path: str) -> int:
     spec = json.loads(Path(spec_path).read_text())
     log = RequestLog()
-    out: dict = {"consumed": [], "events": [], "generations": []}
+    out: dict = {"consumed": [], "events": [], "generations": [], "received": []}
     t0 = spec["t0_wall"]
 
     def event(what: str, **detail) -> None:
-        out["events"].append({"t": round(time.time() - t0, 3), "client_id": spec["client_id"], "what": what,
-                              **detail})
+        now = time.time()
+        out["events"].append({"t": round(now - t0, 3), "client_id": spec["client_id"], "what": what,
+                              "wall": round(now, 6), **detail})
 
     if spec["library"] == "kafka-python":
         with log.kafka_python():
@@ -58,12 +63,14 @@ def _stall(out: dict, event, member_id: str, generation: int, uncommitted: int, 
 
 def _run_kafka_python(spec: dict, log: RequestLog, out: dict, event) -> None:
     consumer = KafkaConsumer(
-        *spec["topics"], bootstrap_servers=spec["bootstrap"], client_id=spec["client_id"],
+        bootstrap_servers=spec["bootstrap"], client_id=spec["client_id"],
         group_id=spec["group_id"], api_version=tuple(spec["api_version"]) if spec.get("api_version") else None,
         enable_auto_commit=False, auto_offset_reset="earliest", session_timeout_ms=spec["session_timeout_ms"],
         heartbeat_interval_ms=spec["heartbeat_interval_ms"], max_poll_records=spec["max_poll_records"])
     coordinator = consumer._coordinator
+    consumer.subscribe(spec["topics"], listener=_Callbacks(coordinator, event))
     stop_file, stall_after = Path(spec["stop_file"]), spec.get("stall_after_records")
+    zombie_after, zombie = spec.get("zombie_after_records"), False
     received, last_generation = 0, None
     deadline = time.monotonic() + spec["max_seconds"]
     while not stop_file.exists() and time.monotonic() < deadline:
@@ -75,10 +82,20 @@ def _run_kafka_python(spec: dict, log: RequestLog, out: dict, event) -> None:
             event("generation", generation_id=generation.generation_id, member_id=generation.member_id)
         if not batches:
             continue
+        now = round(time.time(), 6)
         for msgs in batches.values():
             for m in msgs:
                 out["consumed"].append([m.topic, m.partition, m.offset])
+                out["received"].append([m.topic, m.partition, m.offset, now])
                 received += 1
+        if zombie:
+            continue
+        if zombie_after is not None and received >= zombie_after:
+            zombie = True
+            coordinator._close_heartbeat()  # the heartbeat loop ends; polling and fetching go on
+            event("heartbeat_stopped", member_id=generation.member_id, generation_id=generation.generation_id,
+                  partitions=_names(consumer.assignment()))
+            continue
         if stall_after is not None and received >= stall_after:
             stall_after = None
             errors_before = _stall(out, event, generation.member_id, generation.generation_id,
@@ -105,16 +122,26 @@ def _run_confluent(spec: dict, log: RequestLog, out: dict, event) -> None:
     consumer = Consumer({"bootstrap.servers": spec["bootstrap"], "group.id": spec["group_id"],
                          "group.protocol": "consumer", "auto.offset.reset": "earliest", "enable.auto.commit": False,
                          **log.librdkafka(spec["client_id"], group_debug=True)})
-    consumer.subscribe(spec["topics"])
+    def on_assign(c, partitions) -> None:
+        event("partitions_assigned", member_id=c.memberid() or "", partitions=_names(partitions))
+
+    def on_revoke(c, partitions) -> None:
+        event("partitions_revoked", member_id=c.memberid() or "", partitions=_names(partitions))
+
+    consumer.subscribe(spec["topics"], on_assign=on_assign, on_revoke=on_revoke)
     stop_file, stall_after = Path(spec["stop_file"]), spec.get("stall_after_records")
     received = 0
     deadline = time.monotonic() + spec["max_seconds"]
     while not stop_file.exists() and time.monotonic() < deadline:
-        msgs = [m for m in consumer.consume(spec["max_poll_records"], 0.2) if not m.error()]
+        # the first record as soon as it is there, then what else is queued: consume(n, timeout) would wait for n
+        msgs = consumer.consume(1, 0.2)
+        msgs = [m for m in msgs + (consumer.consume(spec["max_poll_records"] - 1, 0) if msgs else []) if not m.error()]
         if not msgs:
             continue
+        now = round(time.time(), 6)
         for m in msgs:
             out["consumed"].append([m.topic(), m.partition(), m.offset()])
+            out["received"].append([m.topic(), m.partition(), m.offset(), now])
             received += 1
         if stall_after is not None and received >= stall_after:
             stall_after = None
@@ -129,18 +156,42 @@ def _run_confluent(spec: dict, log: RequestLog, out: dict, event) -> None:
     event("left")
 
 
+def _names(partitions) -> list[str]:
+    """`topic:partition` of kafka-python TopicPartitions or confluent-kafka ones, sorted."""
+    return sorted(f"{tp.topic}:{tp.partition}" for tp in partitions)
+
+
+class _Callbacks(ConsumerRebalanceListener):
+    """kafka-python's rebalance callbacks as events: revoked runs just before the member sends JoinGroup (with
+    nothing, on its first join), assigned once its SyncGroup response is in."""
+
+    def __init__(self, coordinator, event) -> None:
+        self.coordinator, self.event = coordinator, event
+
+    def on_partitions_revoked(self, revoked) -> None:
+        generation = self.coordinator._generation
+        self.event("partitions_revoked", member_id=generation.member_id, generation_id=generation.generation_id,
+                   partitions=_names(revoked))
+
+    def on_partitions_assigned(self, assigned) -> None:
+        generation = self.coordinator._generation
+        self.event("partitions_assigned", member_id=generation.member_id, generation_id=generation.generation_id,
+                   partitions=_names(assigned))
+
+
 _HEARTBEAT = re.compile(r'ConsumerGroupHeartbeat response received for member id "([^"]*)" with epoch (-?\d+)')
 
 
 def member_epochs(lines: list[tuple[float, str]]) -> tuple[list[dict], list[float]]:
-    """Member ids/epochs the broker answered, and the moments the client found itself fenced, from librdkafka's
-    consumer-group debug log (it does not log the heartbeat's error code itself)."""
+    """Member ids/epochs the broker answered (with the wall-clock time of the first answer), and the moments the
+    client found itself fenced, from librdkafka's consumer-group debug log (it does not log the heartbeat's error
+    code itself)."""
     epochs: list[dict] = []
     fenced: list[float] = []
     for ts, line in lines:
         m = _HEARTBEAT.search(line)
         if m and (not epochs or (epochs[-1]["member_id"], epochs[-1]["member_epoch"]) != (m.group(1), int(m.group(2)))):
-            epochs.append({"member_id": m.group(1), "member_epoch": int(m.group(2))})
+            epochs.append({"member_id": m.group(1), "member_epoch": int(m.group(2)), "wall": ts})
         elif "initiating rebalance" in line and "member fenced" in line:
             fenced.append(ts)
     return epochs, fenced

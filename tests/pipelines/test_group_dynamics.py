@@ -62,16 +62,16 @@ def test_classic_episodes_with_a_failed_round(spark):
         dict(base, start_ts=t(10), end_ts=t(16.001), duration_s=6.001, generation_or_epoch=3, rounds=2,
              members_before=1, members_after=2, members_joined=["b"], members_left=[], partitions_moved=1,
              moved_partitions=["t:1"], stalled_s=4.001, trigger="member_joined", trigger_member_id="b"),
-        # a releases everything at its JoinGroup (eager): t:1 unowned from b's leave (20) to a's SyncGroup (23.001)
-        dict(base, start_ts=t(21.001), end_ts=t(23.001), duration_s=2.0, generation_or_epoch=4, rounds=1,
+        # opened by b's LeaveGroup request (before a hears REBALANCE_IN_PROGRESS); a releases everything at its
+        # JoinGroup (eager): t:1 unowned from b's leave (20) to a's SyncGroup (23.001)
+        dict(base, start_ts=t(20), end_ts=t(23.001), duration_s=3.001, generation_or_epoch=4, rounds=1,
              members_before=2, members_after=1, members_joined=[], members_left=["b"], partitions_moved=1,
              moved_partitions=["t:1"], stalled_s=3.001, trigger="member_left", trigger_member_id="b"),
     ]).drop("evidence"))
     evidence = [r["evidence"] for r in got.orderBy("start_ts").collect()]
     assert evidence[1] == ("opened by JoinGroup request corr=100 conn=cb; closed by SyncGroup response corr=160 "
                            "conn=cb at 2026-01-01T00:00:16.001000Z")
-    assert evidence[2].startswith("opened by Heartbeat response corr=210 conn=ca at 2026-01-01T00:00:21.001000Z "
-                                  "REBALANCE_IN_PROGRESS")
+    assert evidence[2].startswith("opened by LeaveGroup request corr=20000 conn=cb;")
 
 
 def hb(ts, member, sent, answered, parts=None, **kw):
@@ -108,6 +108,26 @@ def test_kip848_episode_lasts_until_every_member_reconciled(spark):
         ("2026-01-01T00:00:20.001000", "2026-01-01T00:00:20.001000", 12.0)]
 
 
+def test_kip848_revocation_at_the_same_epoch_opens_the_next_episode_and_a_leave_opens_one(spark):
+    """As librdkafka's mock hands targets: a joiner waits at epoch 0 while the current member is told, still at its
+    epoch, to give a partition up; that revocation is the next episode's first step, not the end of the last one."""
+    frames = [
+        hb(1, "a", 0, 2, [0, 1]), hb(1.5, "a", 2, 2),
+        hb(5, "b", 0, 0), hb(6, "a", 2, 2, [0]), hb(6.1, "a", 2, 3), hb(6.2, "b", 0, 3, [1]),
+        hb(10, "b", -1, -1), hb(10.5, "a", 3, 4, [0, 1]),
+    ]
+    got = rebalances(table(spark, FRAMES, frames), table(spark, BATCHES, []))
+    got = [(r["generation_or_epoch"], r["start_ts"].isoformat()[17:], r["end_ts"].isoformat()[17:], r["trigger"],
+            r["evidence"].split(";")[0]) for r in got.orderBy("end_ts").collect()]
+    assert got == [
+        (2, "01.001000", "01.001000", "member_joined", "opened by ConsumerGroupHeartbeat response corr=10 conn=ca at "
+                                                       "2026-01-01T00:00:01.001000Z"),
+        (3, "06.001000", "06.201000", "member_joined", "opened by ConsumerGroupHeartbeat response corr=60 conn=ca at "
+                                                       "2026-01-01T00:00:06.001000Z"),
+        (4, "10", "10.501000", "member_left", "opened by ConsumerGroupHeartbeat request corr=100 conn=cb"),
+    ]
+
+
 def test_ownership_conflict_of_a_zombie_the_broker_expired(spark):
     frames = [
         join(1, "a", 1, "ca"), join(1.5, "b", 1, "cb"),
@@ -128,7 +148,7 @@ def test_ownership_conflict_of_a_zombie_the_broker_expired(spark):
                   first_client_id="b", second_member_id="a", second_client_id="a",
                   second_evidence="handed by SyncGroup response corr=120 conn=ca at 2026-01-01T00:00:12.001000Z")
     assert_frames_equal(got, table(spark, schema.OWNERSHIP_CONFLICTS, [
-        dict(common, source="assignment", overlap_start=t(12.001), overlap_end=t(16.001), overlap_s=4.0,
+        dict(common, source="assignment", overlap_start=t(12.001), overlap_end=t(16.001), overlap_s=4.0, fetches=2,
              first_evidence="held since SyncGroup response corr=20 conn=cb at 2026-01-01T00:00:02.001000Z, until "
                             "Heartbeat response corr=160 conn=cb UNKNOWN_MEMBER_ID"),
     ]))
