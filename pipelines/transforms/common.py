@@ -26,6 +26,12 @@ ISO = "yyyy-MM-dd'T'HH:mm:ss.SSSSSS'Z'"
 """Timestamps as text in the report (evidence strings, summary.json): UTC, microseconds."""
 
 
+def request_source() -> Column:
+    """Which request a piece of evidence came from, `<api> request corr=<id> conn=<conn_id>`."""
+    return F.concat(F.col("api_name"), F.lit(" request corr="), F.col("correlation_id").cast("string"),
+                    F.lit(" conn="), F.col("conn_id"))
+
+
 def response_source(api_name: Column, at: Column | None = None) -> Column:
     """Which response a piece of evidence came from, `<api> response corr=<id> conn=<conn_id>[ at <ts>]`: the form
     of the report's `current_epoch_source`."""

@@ -45,8 +45,9 @@ def _assignment_overlaps(owned: DataFrame, linked: DataFrame) -> DataFrame:
         .alias("first_evidence"),
         F.concat(F.lit("handed by "), F.col("b.start_evidence")).alias("second_evidence"))
     o, d = overlaps.alias("o"), linked.alias("d")
-    during = (o.join(d, (F.col("d.member_id") == F.col("o.first_member_id")) & (F.col("d.group_id") == F.col("o.group_id"))
-                     & (F.col("d.topic") == F.col("o.topic")) & (F.col("d.partition") == F.col("o.partition"))
+    during = (o.join(d, (F.col("d.member_id") == F.col("o.first_member_id"))
+                     & (F.col("d.group_id") == F.col("o.group_id")) & (F.col("d.topic") == F.col("o.topic"))
+                     & (F.col("d.partition") == F.col("o.partition"))
                      & F.col("d.ts").between(F.col("o.overlap_start"), F.col("o.overlap_end")))
               .groupBy("o.group_id", "o.topic", "o.partition", "o.first_member_id", "o.second_member_id",
                        "o.overlap_start").agg(F.count(F.lit(1)).alias("fetches")))

@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 from kafkatap.dissect.protocol.generated.errors import ErrorCode
-from kafkatap.pipelines.transforms.common import is_ok, response_source
+from kafkatap.pipelines.transforms.common import is_ok, request_source, response_source
 from kafkatap.pipelines.transforms.members import member_frames
 
 _ASSIGNED = "array<struct<topic_id:string,partitions:array<int>>>"
@@ -33,11 +33,6 @@ COLUMNS = ["kind", "group_id", "start_ts", "end_ts", "generation_or_epoch", "rou
 
 def _response_at() -> F.Column:
     return response_source(F.col("api_name"), F.coalesce("ts_response", "ts_request"))
-
-
-def _request_at() -> F.Column:
-    return F.concat(F.col("api_name"), F.lit(" request corr="), F.col("correlation_id").cast("string"),
-                    F.lit(" conn="), F.col("conn_id"))
 
 
 def _with_previous(closed: DataFrame, kind: str) -> DataFrame:
@@ -91,7 +86,7 @@ def classic_episodes(frames: DataFrame) -> DataFrame:
            & F.col("api_key").isin(ApiKey.HEARTBEAT, ApiKey.OFFSET_COMMIT, ApiKey.SYNC_GROUP))
     signals = mf.where(rip | F.col("api_key").isin(ApiKey.JOIN_GROUP, ApiKey.LEAVE_GROUP)).select(
         "group_id", F.when(rip, F.coalesce("ts_response", "ts_request")).otherwise(F.col("ts")).alias("ts"),
-        F.when(rip, F.concat(_response_at(), F.lit(" REBALANCE_IN_PROGRESS"))).otherwise(_request_at())
+        F.when(rip, F.concat(_response_at(), F.lit(" REBALANCE_IN_PROGRESS"))).otherwise(request_source())
         .alias("evidence"))
     return _opened(_with_previous(closed, "classic_group"), signals)
 
@@ -133,7 +128,7 @@ def kip848_episodes(frames: DataFrame) -> DataFrame:
                 F.col("s.evidence").alias("close_evidence"), F.col("f.ts").alias("fallback_start"),
                 F.col("f.evidence").alias("fallback_evidence")))
     leaves = mf.where((F.col("api_key") == ApiKey.CONSUMER_GROUP_HEARTBEAT) & (F.col("member_epoch") == -1)).select(
-        "group_id", "ts", _request_at().alias("evidence"))
+        "group_id", "ts", request_source().alias("evidence"))
     signals = hb.where(F.col("assigns")).select("group_id", "ts", "evidence").unionByName(leaves)
     return _opened(_with_previous(closed, "consumer_group"), signals)
 

@@ -15,7 +15,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
-from kafkatap.pipelines.transforms.common import MEMBER_FENCING, response_source, request_str
+from kafkatap.pipelines.transforms.common import MEMBER_FENCING, request_source, request_str, response_source
 from kafkatap.pipelines.transforms.members import member_frames, received_assignments
 
 OWNED = "array<struct<topic:string,partitions:array<int>>>"
@@ -37,13 +37,11 @@ def _releases(frames: DataFrame) -> DataFrame:
     is_leave = (F.col("api_key") == ApiKey.LEAVE_GROUP) | (
         (F.col("api_key") == ApiKey.CONSUMER_GROUP_HEARTBEAT) & F.col("member_epoch").isin(-1, -2))
     fenced = F.col("error_name").isin(MEMBER_FENCING)
-    request_at = F.concat(F.col("api_name"), F.lit(" request corr="), F.col("correlation_id").cast("string"),
-                          F.lit(" conn="), F.col("conn_id"))
     events = (mf.withColumn("keep", F.when(F.col("api_key") == ApiKey.JOIN_GROUP, kept).otherwise(nothing))
               .withColumn("rts", F.when(fenced, F.coalesce("ts_response", "ts_request")).otherwise(F.col("ts")))
               .withColumn("evidence", F.when(fenced, F.concat(response_source(F.col("api_name")), F.lit(" "),
                                                              F.col("error_name")))
-                          .otherwise(request_at))
+                          .otherwise(request_source()))
               .where(fenced | is_leave | (F.col("api_key") == ApiKey.JOIN_GROUP)))
     return events.select("group_id", "member_id", F.col("rts").alias("ts"), "keep", "evidence")
 

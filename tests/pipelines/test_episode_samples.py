@@ -95,7 +95,8 @@ def test_classic_episodes_match_the_members_callbacks(sample):
         assert r["moved_partitions"] == moved, gen
         stalled = max(_unowned(callbacks, p, previous_owners.get(p), owners[p], start, ends[gen]) for p in moved)
         assert abs(r["stalled_s"] - stalled) <= CLASSIC_SLACK_S, (gen, r["stalled_s"], stalled)
-        left = {e["client_id"] for e in truth["events"] if e["what"] == "left" and previous_end < e["wall"] <= ends[gen]}
+        left = {e["client_id"] for e in truth["events"]
+                if e["what"] == "left" and previous_end < e["wall"] <= ends[gen]}
         gone = {_client(m) for m in r["members_left"]}
         assert r["trigger"] == ("member_left" if gone & left else "member_expired" if gone else "member_joined"), gen
         assert _client(r["trigger_member_id"]) in (gone or {_client(m) for m in r["members_joined"]})
@@ -141,7 +142,8 @@ def test_kip848_episodes_match_the_members_epochs_and_callbacks(sample):
         assert all(c in leaves for c in gone)
         owners = _owners_after(callbacks, end + KIP848_SLACK_S)
         if previous_end:
-            moved = sorted(p for p in owners if owners[p] != _owners_after(callbacks, previous_end + KIP848_SLACK_S).get(p))
+            before = _owners_after(callbacks, previous_end + KIP848_SLACK_S)
+            moved = sorted(p for p in owners if owners[p] != before.get(p))
             assert r["moved_partitions"] == moved, epoch
         previous_end, previous_members = end, now
 
@@ -157,8 +159,9 @@ def test_the_zombie_is_an_ownership_conflict_with_each_member_handed_its_partiti
               and e["client_id"] != stopped["client_id"] and set(e["partitions"]) & set(stopped["partitions"])]
     assert handed
     received = [r for r in truth["record_times"]["received"] if r[0] == stopped["client_id"]]
+    held = set(stopped["partitions"])
     assert sorted((r["first_client_id"], r["source"], f'{r["topic"]}:{r["partition"]}') for r in got) == sorted(
-        (stopped["client_id"], "assignment", p) for e in handed for p in set(e["partitions"]) & set(stopped["partitions"]))
+        (stopped["client_id"], "assignment", p) for e in handed for p in set(e["partitions"]) & held)
     for r in sorted(got, key=lambda r: r["overlap_start_s"]):
         given = next(e for e in handed if e["client_id"] == r["second_client_id"])
         assert abs(r["overlap_start_s"] - given["wall"]) <= CLASSIC_SLACK_S
