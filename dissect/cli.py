@@ -7,6 +7,7 @@ its anomaly row says why) or the output could not be written (nothing was publis
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from collections.abc import Callable
@@ -37,6 +38,12 @@ def parser() -> errors.ArgumentParser:
     p.add_argument("--payloads", action="store_true", help="with --records, keep record key and value bytes")
     p.add_argument("--workers", type=int, default=1, metavar="N",
                    help="split the connections over N processes (helps captures of many small messages)")
+    p.add_argument("--master", metavar="URL",
+                   help="dissect on Spark (spark://HOST:PORT, yarn, local[N]): the files are read in splits by "
+                        "many tasks and the connections spread over its partitions; OUT must be a folder every "
+                        "executor sees")
+    p.add_argument("--split-size", type=int, default=64, metavar="MB",
+                   help="with --master, MiB of a file each task reads (default 64)")
     add_keylog_option(p)
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary table")
     return p
@@ -100,16 +107,31 @@ def unreadable(summary: dict) -> str:
 @errors.command("dissect")
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
+    if args.master:
+        raise UsageError("--master dissects on Spark: run it as `kafkatap dissect` (or spark-submit "
+                         "pipelines/submit/dissect.py)")
+    return run(args, local)
+
+
+def local(args: argparse.Namespace, ports: list[int], keylogs: list[str], console: Console) -> dict:
+    """The dissect of one machine (`--workers N` processes)."""
+    with stop_on_signal() as stop:
+        return dissect_captures(args.captures, args.out, ports=ports, records=args.records, payloads=args.payloads,
+                                progress=console.is_terminal and not args.quiet, workers=args.workers, stop=stop,
+                                tls_keylog=keylogs)
+
+
+def run(args: argparse.Namespace, engine: Callable[[argparse.Namespace, list[int], list[str], Console], dict]) -> int:
+    """The checks before a run, the run (engine: `local`, or Spark's), what it says after and its exit code."""
     ports = args.port or [9092]
     check_arguments(args.captures, ports, args.workers)
     if args.payloads and not args.records:
         raise UsageError("--payloads needs --records")
+    if args.split_size < 1:
+        raise UsageError("--split-size must be at least 1 (MiB)")
     console = Console(stderr=True)
     keylogs = keylog_files(args.tls_keylog, lambda line: console.print(f"[yellow]warning:[/] {line}"))
-    with stop_on_signal() as stop:
-        summary = dissect_captures(args.captures, args.out, ports=ports, records=args.records,
-                                   payloads=args.payloads, progress=console.is_terminal and not args.quiet,
-                                   workers=args.workers, stop=stop, tls_keylog=keylogs)
+    summary = engine(args, ports, keylogs, console)
     if args.quiet:
         for warning in summary["warnings"]:
             if warning not in summary["unreadable_files"].values():  # the closing line names those

@@ -29,7 +29,7 @@ from typing import Any
 
 from kafkatap.dissect.kafka.sink import Sink
 from kafkatap.dissect.kafka.topics import TopicNames
-from kafkatap.dissect.streams.driver import run_streams
+from kafkatap.dissect.streams.driver import PacketStats, run_streams
 from kafkatap.dissect.tables import publish
 from kafkatap.dissect.tables import summary as summary_mod
 from kafkatap.dissect.tables.rows import Rows
@@ -112,6 +112,13 @@ def _dissect(paths: Iterable[str], out: Path, ports: Iterable[int], records: boo
                                    stop.is_set if stop is not None else None)]
         else:
             parts = _run_workers(args, n, bar, stop)
+    return conclude(out, seen, parts, keylogs, keylog, ordered)
+
+
+def conclude(out: Path, files: list[str], parts: list[dict], keylogs: list[str], keylog: KeyLog | None,
+             ordered: bool = False, **extra: Any) -> dict:
+    """The end of a run whose parts (dissect_part's results) are written in out: topic ids that one part named
+    rewritten in every part, and summary.json (with `extra` keys) written and returned."""
     names: dict[str, str] = {}
     for part in parts:
         names.update(part["names"])
@@ -121,7 +128,7 @@ def _dissect(paths: Iterable[str], out: Path, ports: Iterable[int], records: boo
             rewrite(out, part_name(k), part["unresolved"], names)
         for table, count in fixed.items():
             late[table] = late.get(table, 0) + count
-    result = summary_mod.build(seen, parts, late, summary_mod.tls(keylogs, keylog, parts))
+    result = {**summary_mod.build(files, parts, late, summary_mod.tls(keylogs, keylog, parts)), **extra}
     with open(out / "summary.json", "w") as f:
         json.dump(result, f, indent=1)
     return result
@@ -131,23 +138,36 @@ def _dissect_part(paths: Iterable[str], out_dir: str, ports: list[int], records:
                   keylog: KeyLog | None, part: int, parts: int, progress: Callable[[int], None] | None = None,
                   ordered: bool = False, publish_every: float = PUBLISH_EVERY, on_progress: OnProgress | None = None,
                   stop: Callable[[], bool] | None = None) -> dict:
-    """One worker: the connections hashing to `part`; returns what the summary and the topic rewrite need."""
+    """One worker: the connections hashing to `part`, read from the files."""
+    if progress is None and part == 0 and _progress_counter is not None:
+        progress = _count_progress
+    if stop is None and _stop_event is not None:
+        stop = _stop_event.is_set
+
+    def read(sink: Sink, rows: Rows, out: Output) -> PacketStats:
+        files, shown = paths, progress
+        if on_progress is not None:
+            shown = _reporting(rows, on_progress, progress)
+        if ordered:
+            files = _publishing(paths, out, publish_every)
+        return run_streams(files, sink, progress=shown, ordered=ordered, part=(part, parts), stop=stop)
+
+    return dissect_part(out_dir, ports, records, payloads, keylog, part, parts, read)
+
+
+def dissect_part(out_dir: str, ports: list[int], records: bool, payloads: bool, keylog: KeyLog | None, part: int,
+                 parts: int, read: Callable[[Sink, Rows, Output], PacketStats]) -> dict:
+    """Part `part` of `parts` of a run, the connections hashing to it, written in out_dir/<table>/part-<part>:
+    read(sink, rows, out) feeds them (from the files, or a Spark partition's frames). Returns what the summary and
+    the topic rewrite need."""
     tables = {name: schema for name, schema in TABLES.items() if records or name != "records"}
     out = Output(out_dir, tables, part)
     topics = TopicNames()
     rows = Rows(out, topics, records=records, payloads=payloads)
     sink = Sink(rows, topics, set(ports), part=(part, parts), keylog=keylog)
-    if progress is None and part == 0 and _progress_counter is not None:
-        progress = _count_progress
-    if stop is None and _stop_event is not None:
-        stop = _stop_event.is_set
-    if on_progress is not None:
-        progress = _reporting(rows, on_progress, progress)
-    if ordered:
-        paths = _publishing(paths, out, publish_every)
     try:
         with _few_collections():
-            stats = run_streams(paths, sink, progress=progress, ordered=ordered, part=(part, parts), stop=stop)
+            stats = read(sink, rows, out)
     except BaseException:
         out.abort()
         raise

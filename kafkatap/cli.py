@@ -11,7 +11,7 @@ from kafkatap import errors
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "report": ("kafkatap.report_cli", "dissect, analyze and chart captures in one go (DIR/dashboard.html)"),
     "capture": ("kafkatap.capture.cli", "capture live broker traffic to rotating pcapng files"),
-    "dissect": ("kafkatap.dissect.cli", "turn pcap/pcapng captures into Parquet frames"),
+    "dissect": ("kafkatap.dissect_cli", "turn pcap/pcapng captures into Parquet frames (on Spark with --master)"),
     "analyze": ("kafkatap.pipelines.submit.analyze", "run every PySpark pipeline over dissected frames"),
     "dashboard": ("kafkatap.dashboards.cli", "write the self-contained HTML dashboard of a report"),
     "samples": ("kafkatap.samples.cli", "regenerate the bundled sample captures and their ground truth"),

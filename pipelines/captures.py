@@ -1,25 +1,28 @@
-"""Dissecting many captures on Spark executors: capture sets, one task each, Parquet parts moved to OUT.
-
-Files move through pyarrow.fs, so OUT and the captures may be local paths, file://, s3:// (or Hadoop's s3a://),
-hdfs:// or gs:// URIs; each task works in its own temp dir and uploads its parts under a name that includes the
-capture set's index, so tasks never collide and a re-run overwrites cleanly.
+"""Capture files and dissect outputs where Spark's executors find them: local paths, file://, s3:// (or Hadoop's
+s3a://), hdfs:// or gs:// URIs, all through pyarrow.fs. A local OUT is staged and swapped in whole (as `kafkatap
+dissect` does, dissect/tables/publish.py); a URI's earlier part files are removed and the new ones written in place.
 """
 
 from __future__ import annotations
 
 import fnmatch
-import json
 import os
 import posixpath
-import re
 import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, BinaryIO
 from urllib.parse import urlparse
 
 import pyarrow.fs as pafs
 
-TABLES = ("frames", "batches", "records", "share", "anomalies")
-_ROTATION = re.compile(r"^(?P<stem>.*?)(?P<n>\d*)$")
+from kafkatap.dissect.run import conclude
+from kafkatap.dissect.tables.schema import TABLES
+from kafkatap.dissect.tables.topic_rewrite import TOPIC_COLUMNS
+from kafkatap.dissect.tables.writer import part_name
+from kafkatap.dissect.tls import KeyLog
 
 
 def _fs_path(uri: str) -> tuple[pafs.FileSystem, str]:
@@ -40,6 +43,14 @@ def _uri(template: str, path: str) -> str:
     return f"{parsed.scheme}://{parsed.netloc}/{path.lstrip('/')}" if parsed.netloc else f"{parsed.scheme}://{path}"
 
 
+def is_local(uri: str) -> bool:
+    return urlparse(uri).scheme in ("", "file")
+
+
+def local_path(uri: str) -> str:
+    return _fs_path(uri)[1]
+
+
 def list_captures(pattern: str) -> list[str]:
     """Files matching a pattern whose last component may hold wildcards (`s3://b/caps/*.pcapng`)."""
     fs, path = _fs_path(pattern)
@@ -49,101 +60,79 @@ def list_captures(pattern: str) -> list[str]:
                   if i.type == pafs.FileType.File and fnmatch.fnmatch(posixpath.basename(i.path), name))
 
 
-def capture_sets(files: list[str], one_per_file: bool = False) -> list[list[str]]:
-    """Group rotated files of one capture (`cap.pcapng`, `cap.pcapng1`, `cap.pcapng2`, as `kafkatap capture` and
-    tcpdump -C name them; or `cap-00001.pcapng`) into one set, in rotation order: a connection that spans a rotation
-    must be dissected in one piece."""
-    if one_per_file:
-        return [[f] for f in files]
-    sets: dict[str, list[tuple[int, str]]] = {}
-    for f in files:
-        directory, name = posixpath.split(f)
-        match = re.match(r"^(?P<stem>.*?)[-_.]?(?P<n>\d+)(?P<ext>\.(?:pcapng|pcap|cap))$", name)
-        if match:
-            key, n = match["stem"] + match["ext"], int(match["n"])
-        else:
-            m = _ROTATION.match(name)
-            key, n = m["stem"], int(m["n"] or 0)
-        sets.setdefault(posixpath.join(directory, key), []).append((n, f))
-    return [[f for _, f in sorted(members)] for _, members in sorted(sets.items())]
-
-
-def _fetch(uri: str, into: str) -> str:
-    """A local path for the capture (copied from remote storage when needed)."""
+@contextmanager
+def open_input(uri: str) -> Iterator[BinaryIO]:
+    """A capture file opened for random access (a plain file for local paths: the readers' fast path)."""
+    if is_local(uri):
+        with open(local_path(uri), "rb") as f:
+            yield f
+        return
     fs, path = _fs_path(uri)
-    if isinstance(fs, pafs.LocalFileSystem):
-        return path
-    local = os.path.join(into, posixpath.basename(path))
-    with fs.open_input_stream(path) as src, open(local, "wb") as dst:
-        shutil.copyfileobj(src, dst, 1 << 20)
-    return local
+    with fs.open_input_file(path) as f:
+        yield f
 
 
-def dissect_set(index: int, files: list[str], out: str, ports: list[int], records: bool, payloads: bool) -> dict:
-    """One executor task: dissect a capture set locally, upload its parts to OUT/<table>/part-<index>-*.parquet."""
-    from kafkatap.dissect.run import dissect_captures
+def size_of(f: Any) -> int:
+    return f.size() if hasattr(f, "size") else os.fstat(f.fileno()).st_size
 
-    work = tempfile.mkdtemp(prefix="kafkatap-dissect-")
+
+def size_or_zero(uri: str) -> int:
+    """The size of a file that could not be read as a capture (0 when it cannot be read at all)."""
     try:
-        local = [_fetch(f, work) for f in files]
-        local_out = os.path.join(work, "out")
-        result = dissect_captures(local, local_out, ports=ports, records=records, payloads=payloads)
-        fs, root = _fs_path(out)
-        for table in TABLES:
-            src_dir = os.path.join(local_out, table)
-            if not os.path.isdir(src_dir):
-                continue
-            fs.create_dir(posixpath.join(root, table), recursive=True)
-            for name in sorted(os.listdir(src_dir)):
-                if name.endswith(".parquet"):
-                    target = posixpath.join(root, table, f"part-{index:05d}-{name.removeprefix('part-')}")
-                    with open(os.path.join(src_dir, name), "rb") as src, fs.open_output_stream(target) as dst:
-                        shutil.copyfileobj(src, dst, 1 << 20)
-        result["files"] = list(files)
-        return result
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+        fs, path = _fs_path(uri)
+        info = fs.get_file_info(path)
+        return info.size if info.type == pafs.FileType.File else 0
+    except (OSError, ValueError):
+        return 0
 
 
-def clear_out(out: str, records: bool) -> None:
-    """Remove the part files a previous run left (only those: OUT may hold other things)."""
+def clear_out(out: str) -> None:
+    """Remove the part files and summary a previous run left in a URI (only those: it may hold other things)."""
     fs, root = _fs_path(out)
     for table in TABLES:
         infos = fs.get_file_info(pafs.FileSelector(posixpath.join(root, table), allow_not_found=True))
         for info in infos:
             if info.type == pafs.FileType.File and posixpath.basename(info.path).startswith("part-"):
                 fs.delete_file(info.path)
+    if fs.get_file_info(posixpath.join(root, "summary.json")).type == pafs.FileType.File:
+        fs.delete_file(posixpath.join(root, "summary.json"))
 
 
-def merge_summaries(parts: list[dict]) -> dict:
-    """One summary.json for many capture sets: counts add up, spans widen (`first*` min, `last*` max), flags must
-    all hold, lists concatenate; each set's own summary is kept under `capture_sets`."""
-    def merge(a, b, key: str = ""):
-        if isinstance(a, bool) and isinstance(b, bool):
-            return a and b
-        if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-            if key.startswith("first"):
-                return min(a, b)
-            if key.startswith("last"):
-                return max(a, b)
-            return a + b
-        if isinstance(a, dict) and isinstance(b, dict):
-            return {k: merge(a[k], b[k], k) if k in a and k in b else a.get(k, b.get(k)) for k in {**a, **b}}
-        if isinstance(a, list) and isinstance(b, list):
-            return a + b
-        if isinstance(a, str) and isinstance(b, str) and key.startswith(("first", "last")):
-            return min(a, b) if key.startswith("first") else max(a, b)
-        return a if a == b else b if a is None else a
-
-    merged: dict = {}
-    for part in parts:
-        merged = merge(merged, part) if merged else json.loads(json.dumps(part))
-    merged["capture_sets"] = parts
-    return merged
-
-
-def write_summary(out: str, summary: dict) -> None:
+def upload_parts(local: str, out: str) -> None:
+    """A task's tables (local/<table>/part-*.parquet) copied to out/<table>/."""
     fs, root = _fs_path(out)
-    fs.create_dir(root, recursive=True)
-    with fs.open_output_stream(posixpath.join(root, "summary.json")) as f:
-        f.write(json.dumps(summary, indent=1, default=str).encode())
+    for table in os.listdir(local):
+        fs.create_dir(posixpath.join(root, table), recursive=True)
+        for name in sorted(os.listdir(os.path.join(local, table))):
+            _copy(os.path.join(local, table, name), fs, posixpath.join(root, table, name))
+
+
+def _copy(src: str, fs: pafs.FileSystem, target: str) -> None:
+    with open(src, "rb") as f, fs.open_output_stream(target) as dst:
+        shutil.copyfileobj(f, dst, 1 << 20)
+
+
+def conclude_remote(out: str, files: list[str], parts: list[dict], keylogs: list[str], keylog: KeyLog | None,
+                    extra: dict) -> dict:
+    """run.conclude for parts written to a URI: the parts holding ids another part named are fetched, rewritten and
+    put back, and summary.json is written beside them."""
+    fs, root = _fs_path(out)
+    names = {k: v for part in parts for k, v in part["names"].items()}
+    mirror = Path(tempfile.mkdtemp(prefix="kafkatap-conclude-"))
+    try:
+        fetched = []
+        for k, part in enumerate(parts):
+            for table in TOPIC_COLUMNS:
+                if any(i in names for i in part["unresolved"].get(table, ())):
+                    name = posixpath.join(table, part_name(k))
+                    (mirror / table).mkdir(exist_ok=True)
+                    with fs.open_input_stream(posixpath.join(root, name)) as src, open(mirror / name, "wb") as dst:
+                        shutil.copyfileobj(src, dst, 1 << 20)
+                    fetched.append(name)
+        result = conclude(mirror, files, parts, keylogs, keylog, **extra)
+        for name in [*fetched, "summary.json"]:
+            _copy(str(mirror / name), fs, posixpath.join(root, name))
+        return result
+    finally:
+        shutil.rmtree(mirror, ignore_errors=True)
+

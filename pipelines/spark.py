@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import sys
 import warnings
 from pathlib import Path
 
 from pyspark.sql import SparkSession
 
 from kafkatap.pipelines.launch import launch, starts_jvm
+from kafkatap.pipelines.ship import ship
 
 # PySpark 4 warns as a session starts that it does not fully support pandas 3. The pipelines never pass data between
 # Spark and pandas (no toPandas, no pandas UDFs; the dashboard reads the report's Parquet with pyarrow), so the warning
@@ -25,35 +28,55 @@ SETTINGS: dict[str, str] = {
 }
 
 
+def _loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+def on_this_machine(master: str | None) -> bool:
+    """Local mode, or a standalone master on loopback: its workers reach it there, so they run on this machine too."""
+    if not master:
+        return False
+    if master.startswith("local"):
+        return True
+    addresses = master.removeprefix("spark://").split(",") if master.startswith("spark://") else []
+    return bool(addresses) and all(_loopback(address.rpartition(":")[0]) for address in addresses)
+
+
 def get_spark(app: str, master: str | None = None, shuffle_partitions: int | None = None,
               log: str | None = None) -> SparkSession:
     """Reuse the running session (spark-submit, tests) or start one; `master` only applies to a new one, and so does
     `log`, the file a JVM started here writes its output to (None: the terminal). A JVM that cannot start (no Java,
-    no master) is a `CommandError`."""
+    no master) is a `CommandError`. A session on a cluster gets the package shipped to its executors (`ship`)."""
     builder = SparkSession.builder.appName(app)
     if master:
         builder = builder.master(master)
     for key, value in SETTINGS.items():
         builder = builder.config(key, value)
-    local = bool(master and master.startswith("local"))
-    if local:
+    one_machine = on_this_machine(master)
+    if one_machine:
         # A terminal, not a cluster UI: the commands print each job's progress themselves, and Spark's progress bars
         # would overwrite those lines. One machine: the driver binds to loopback (no "hostname resolves to a
-        # loopback address" warning, nothing listening on other interfaces), and logs with the package's log4j2
-        # configuration from its first line on.
+        # loopback address" warning, nothing listening on other interfaces), logs with the package's log4j2
+        # configuration from its first line on, and its Python workers run the driver's Python (PySpark's default,
+        # `python3` on the PATH, may be one without pyspark or kafkatap).
         builder = (builder.config("spark.ui.showConsoleProgress", "false")
                    .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
                    .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG4J2}"))
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    if shuffle_partitions is None and local:
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    if shuffle_partitions is None and one_machine:
         # One machine: a few partitions per core, not Spark's cluster-sized default of 200 (most of which would be
         # tiny tasks here).
         shuffle_partitions = 8
     if shuffle_partitions:
         builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
     spark = launch(builder, master, log) if starts_jvm() else builder.getOrCreate()
-    if local:
+    if one_machine:
         spark.sparkContext.setLogLevel("ERROR")  # WARNs about plan sizes and native libraries mean nothing to a user
+    ship(spark)
     for key, value in SETTINGS.items():
         spark.conf.set(key, value)
     return spark

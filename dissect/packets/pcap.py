@@ -70,14 +70,26 @@ def is_pcap(magic: bytes) -> bool:
 
 
 class CaptureReader:
-    """What the pcap and pcapng readers share: the open file, its size, the chunk size, the anomalies found."""
+    """What the pcap and pcapng readers share: the open file, its size, the chunk size, the anomalies found.
+
+    A reader may also read only the records that start in a byte range (`chunks(start, until)`: a Spark task's split
+    of a file). Its reads then end where a read of the whole file would end them, so each chunk lies within one chunk
+    of the whole file's read (`buffer_end` says which); `next_start` is the first record at or after `until` (None when
+    the file ended first), and `shifted` says a record longer than the chunk size moved those read ends."""
 
     def __init__(self, f: BinaryIO, path: str, chunk_size: int) -> None:
         self.path = path
         self.anomalies: list[Anomaly] = []
         self._f = f
-        self._size = os.fstat(f.fileno()).st_size
+        self._size = f.size() if hasattr(f, "size") else os.fstat(f.fileno()).st_size  # pyarrow files: no fd
         self._chunk_size = chunk_size
+        self.buffer_end = 0  # file offset where the read of the chunk last yielded ended
+        self.next_start: int | None = None
+        self.shifted = False
+
+    def _first_need(self, start: int, base: int) -> int:
+        """Bytes to read first from `start` so that the read ends where a read from `base` would."""
+        return self._chunk_size - (start - base) % self._chunk_size
 
     def close(self) -> None:
         self._f.close()
@@ -103,16 +115,27 @@ class PcapReader(CaptureReader):
         self.linktype = network & LINKTYPE_MASK
         super().__init__(f, path, chunk_size)
 
-    def chunks(self) -> Iterator[Chunk]:
+    def chunks(self, start: int = 24, until: int | None = None) -> Iterator[Chunk]:
+        """The records starting in [start, until) (start a record boundary; default: the whole file)."""
         hl = self.rec_len
-        file_pos = 24  # file offset of buf[0]
+        file_pos = start  # file offset of buf[0]
+        self._f.seek(start)
         buf = b""
         index = 0
-        need = self._chunk_size
+        need = self._first_need(start, 24)
         while True:
             buf, more = read_on(self._f, buf, need)
             n = len(buf)
             offs, off, end = native.pick(record_offsets, _records)(buf, hl, self.endian == "<")
+            self.buffer_end = file_pos + n
+            if until is not None and file_pos + off >= until:
+                cut = int(np.searchsorted(offs, until - file_pos))
+                if cut < len(offs):
+                    offs, off = offs[:cut], int(offs[cut])
+                if len(offs):
+                    yield self._chunk(buf, offs, index, off)
+                self.next_start = file_pos + off
+                return
             if len(offs):
                 yield self._chunk(buf, offs, index, off)
                 index += len(offs)
@@ -129,6 +152,7 @@ class PcapReader(CaptureReader):
                 file_pos = self._size
                 break
             need = max(self._chunk_size, end - n)
+            self.shifted |= need > self._chunk_size
         self._truncated(file_pos, index, "record")
 
     def _chunk(self, buf: bytes, o: np.ndarray, index: int, nbytes: int) -> Chunk:

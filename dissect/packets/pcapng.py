@@ -77,17 +77,21 @@ class PcapngReader(CaptureReader):
         f.seek(0)
         super().__init__(f, path, chunk_size)
         self.interfaces: list[Interface] = []  # every interface of every section, in file order
+        self.sections = 0  # section header blocks read
 
-    def chunks(self) -> Iterator[Chunk]:
-        endian = "<"
-        section_base = 0  # index in self.interfaces of this section's interface 0
-        file_pos = 0
+    def chunks(self, start: int = 0, until: int | None = None, endian: str = "<",
+               section_base: int = 0) -> Iterator[Chunk]:
+        """The packet blocks starting in [start, until) (start a block boundary, where the section's byte order is
+        `endian` and its interface 0 is self.interfaces[section_base]; default: the whole file)."""
+        file_pos = start
+        self._f.seek(start)
         buf = b""
         index = 0
-        need = self._chunk_size
+        need = self._first_need(start, 0)
         while True:
             buf, more = read_on(self._f, buf, need)
             n = len(buf)
+            self.buffer_end = file_pos + n
             hdr, epb = struct.Struct(endian + "II").unpack_from, struct.Struct(endian + "IIIII").unpack_from
             off = 0
             end = 0
@@ -96,12 +100,21 @@ class PcapngReader(CaptureReader):
             while off + 12 <= n:
                 off, run = native.pick(epb_run, _records)(buf, off, endian == "<", section_base,
                                                           len(self.interfaces))
+                if len(run[0]) and until is not None and file_pos + int(run[0][-1]) - 28 >= until:
+                    keep = int(np.searchsorted(run[0], until - file_pos + 28))
+                    off = int(run[0][keep]) - 28
+                    run = tuple(col[:keep] for col in run)
                 if len(run[0]):
                     packets.extend(run)
                     index += len(run[0])
                     end = off
                     if off + 12 > n:
                         break
+                if until is not None and file_pos + off >= until:
+                    if packets.count:
+                        yield self._chunk(buf, packets, index - packets.count, off)
+                    self.next_start = file_pos + off
+                    return
                 btype, blen = hdr(buf, off)
                 if btype == SHB:
                     endian = _BOM.get(buf[off + 8:off + 12], "")
@@ -143,6 +156,7 @@ class PcapngReader(CaptureReader):
                         self.interfaces.append(parse_idb(buf[off + 8:end - 4], endian))
                 elif btype == SHB:
                     section_base = len(self.interfaces)
+                    self.sections += 1
                 off = end
             if packets.count:
                 yield self._chunk(buf, packets, index - packets.count, off)
@@ -154,6 +168,7 @@ class PcapngReader(CaptureReader):
             if not more or (off + 12 <= n and file_pos - off + end > self._size):
                 break
             need = max(self._chunk_size, end - n)
+            self.shifted |= need > self._chunk_size
         self._truncated(file_pos, index, "block")
 
     def _corrupt(self, at: int, what: str, index: int) -> bool:

@@ -33,6 +33,7 @@ class PacketStats:
     bytes: int = 0  # captured frame bytes
     tcp_packets: int = 0
     non_tcp_packets: int = 0
+    slow_not_tcp: int = 0  # of tcp_packets, the IP fragments (or IPv6 extension headers) that were not TCP after all
     files: int = 0  # capture files read (files that are not captures are anomalies instead)
     first_ts_us: int | None = None
     last_ts_us: int | None = None
@@ -61,14 +62,16 @@ def run_streams(paths: Iterable[str], sink: StreamSink, *, progress: Callable[[i
     stop() is asked after every chunk: once it says True the run ends as if the input ended there (open
     connections are finished, so the byte account still balances) and the stats say `interrupted`.
     limits are passed to the Reassembler (max_buffer, max_total, idle_timeout_us, linger_us)."""
-    return _Driver(sink, progress, chunk_size, part, limits, stop).run(paths, ordered)
+    return Driver(sink, progress, chunk_size, part, limits, stop).run(paths, ordered)
 
 
 def _never() -> bool:
     return False
 
 
-class _Driver:
+class Driver:
+    """Capture files in, TCP segments to the reassembler, one chunk of frames at a time (run_streams)."""
+
     def __init__(self, sink: StreamSink, progress: Callable[[int], None] | None, chunk_size: int,
                  part: tuple[int, int], limits: dict[str, int], stop: Callable[[], bool] | None = None) -> None:
         self.sink = sink
@@ -109,6 +112,10 @@ class _Driver:
                 self.bad_file(path, e)
                 continue
             self.read_file(path, reader)
+        return self.finish()
+
+    def finish(self) -> PacketStats:
+        """The end of the capture: every connection still open is closed where the last chunk ended."""
         self.reasm.finish(self.index)
         self.frags.flush()
         self.fragment_anomalies()
@@ -128,16 +135,26 @@ class _Driver:
             order.append((ts if ts is not None else 1 << 62, n, path))
         return [path for _, _, path in sorted(order)]
 
-    def bad_file(self, path: str, error: Exception) -> None:
-        size = os.path.getsize(path) if os.path.isfile(path) else 0
+    def bad_file(self, path: str, error: Exception | str, size: int | None = None) -> None:
+        if size is None:
+            size = os.path.getsize(path) if os.path.isfile(path) else 0
         self.stats.unreadable_files[path] = str(error)
         self.report("bad_capture_file", str(error), Where(path, None, None), size)
         self.skip("bad_capture_file", size)
 
-    def read_file(self, path: str, reader: PcapReader | PcapngReader) -> None:
+    def start_file(self, path: str) -> None:
         self.file = self.reasm.file = path
         self.stats.files += 1
         self.unknown_links.clear()
+
+    def after_chunk(self, now: int | None) -> None:
+        """What follows each chunk of a file: fragments and connections idle since before `now` are let go."""
+        self.frags.expire(now)
+        self.fragment_anomalies()
+        self.reasm.sweep(now, self.index)
+
+    def read_file(self, path: str, reader: PcapReader | PcapngReader) -> None:
+        self.start_file(path)
         size = os.path.getsize(path)  # now, while it is open: a live ring may delete it once read
         consumed = 0
         try:
@@ -147,10 +164,7 @@ class _Driver:
                 consumed += chunk.nbytes
                 if self.progress:
                     self.progress(chunk.nbytes)
-                now = self.stats.last_ts_us
-                self.frags.expire(now)
-                self.fragment_anomalies()
-                self.reasm.sweep(now, self.index)
+                self.after_chunk(self.stats.last_ts_us)
                 if self.stop():
                     self.stats.interrupted = True
                     return
@@ -173,7 +187,7 @@ class _Driver:
             self.skip(reason, nbytes)
         self.frags.dropped.clear()
 
-    def chunk(self, c: Chunk) -> None:
+    def count(self, c: Chunk) -> None:
         s = self.stats
         n = len(c.off)
         s.packets += n
@@ -182,12 +196,24 @@ class _Driver:
             s.first_ts_us = int(c.ts_us[0])
         s.last_ts_us = max(s.last_ts_us or 0, int(c.ts_us.max()))
         self.index = c.index0 + n
+
+    def chunk(self, c: Chunk, index: np.ndarray | None = None) -> None:
+        """The frames of a chunk. index: each frame's packet index when the chunk holds a selection of a file's
+        frames (a Spark partition's share, streams/spread.py; counted by whoever selected them), else they are
+        numbered from c.index0 on and counted here."""
+        s = self.stats
+        n = len(c.off)
+        if index is None:
+            self.count(c)
+            at = _Numbering(c.index0, None)
+        else:
+            at = _Numbering(0, index)
         snapped = c.caplen < c.origlen
         cut = np.flatnonzero(snapped)
         for i, ts, wire, cap in zip(cut.tolist(), c.ts_us[cut].tolist(), c.origlen[cut].tolist(),
                                     c.caplen[cut].tolist()):
             self.report("snapped_packet", f"{wire - cap} of {wire} bytes not captured (snaplen)",
-                        Where(self.file, c.index0 + i, ts), wire - cap)
+                        Where(self.file, at(i), ts), wire - cap)
             self.skip("snapped_packet", wire - cap)
         f = fr.frames(c)
         v = f.verdict
@@ -197,30 +223,32 @@ class _Driver:
             return np.flatnonzero(v == verdict) if counts[verdict] else np.zeros(0, np.int64)
 
         if counts[fr.UNKNOWN_LINK]:
-            self.unknown_link(c, which(fr.UNKNOWN_LINK))
+            self.unknown_link(c, which(fr.UNKNOWN_LINK), at)
         self.skip("not_ip", int(c.caplen[which(fr.NOT_IP)].sum()))
-        self.bad(c, which(fr.BAD_LINK), "bad_link_header", snapped)
-        self.bad(c, which(fr.BAD_IP), "bad_ip_header", snapped)
-        self.bad(c, which(fr.SHORT_IP), "bad_ip_header", snapped)
+        self.bad(c, which(fr.BAD_LINK), "bad_link_header", snapped, at)
+        self.bad(c, which(fr.BAD_IP), "bad_ip_header", snapped, at)
+        self.bad(c, which(fr.SHORT_IP), "bad_ip_header", snapped, at)
         self.skip("not_tcp", int(c.caplen[which(fr.NOT_TCP)].sum()))
         tcp_packets = int(counts[fr.SLOW:].sum())
         s.tcp_packets += tcp_packets
         s.non_tcp_packets += n - tcp_packets
-        self.bad(c, which(fr.BAD_TCP), "bad_tcp_header", snapped)
-        self.bad(c, which(fr.SHORT_TCP), "bad_tcp_header", snapped)
+        self.bad(c, which(fr.BAD_TCP), "bad_tcp_header", snapped, at)
+        self.bad(c, which(fr.SHORT_TCP), "bad_tcp_header", snapped, at)
         segments, acks = (f.segments, f.acks) if self.parts == 1 else (self.own(f.segments), self.own(f.acks))
-        pure_acks = _PureAcks(self.reasm.segment, c.index0, acks)
+        if index is not None:
+            segments, acks = segments._replace(index=index[segments.index]), acks._replace(index=index[acks.index])
+        pure_acks = _PureAcks(self.reasm.segment, at.base, acks)
         if counts[fr.SLOW]:
-            self.segments_mixed(c, segments, which(fr.SLOW), f.slow_l3, pure_acks)
+            self.segments_mixed(c, segments, which(fr.SLOW), f.slow_l3, pure_acks, at)
         else:
-            self.segments(c, segments, pure_acks)
+            self.deliver(self.reasm, c.buf, at.base, at.end(n), segments, pure_acks)
 
     def own(self, cols: fr.Segments) -> fr.Segments:
         """The segments of the connections this worker follows."""
         keep = owners(cols.src_hi, cols.src_lo, cols.dst_hi, cols.dst_lo, cols.ports, self.parts) == self.part
         return fr.Segments(*(col[keep] for col in cols))
 
-    def unknown_link(self, c: Chunk, frames: np.ndarray) -> None:
+    def unknown_link(self, c: Chunk, frames: np.ndarray, at: _Numbering) -> None:
         """Frames of link types the dissector does not parse: skipped, and said once per link type and file."""
         types = c.linktype[frames]
         for lt in np.unique(types).tolist():
@@ -231,22 +259,21 @@ class _Driver:
                 self.unknown_links.add(lt)
                 i = int(sel[0])
                 self.report("unknown_link_type", f"link type {lt} is not supported; its packets are skipped",
-                            Where(self.file, c.index0 + i, int(c.ts_us[i])), nbytes)
+                            Where(self.file, at(i), int(c.ts_us[i])), nbytes)
 
-    def bad(self, c: Chunk, frames: np.ndarray, kind: str, snapped: np.ndarray) -> None:
+    def bad(self, c: Chunk, frames: np.ndarray, kind: str, snapped: np.ndarray, at: _Numbering) -> None:
         """Frames whose link, IP or TCP header is unusable: an anomaly each, unless the snaplen cut it (already one)."""
         for i in frames.tolist():
             nbytes = int(c.caplen[i])
             self.skip("snapped_headers" if snapped[i] else kind, nbytes)
             if not snapped[i]:
                 self.report(kind, f"{kind.replace('_', ' ')} in a frame of {nbytes} bytes",
-                            Where(self.file, c.index0 + i, int(c.ts_us[i])), nbytes)
+                            Where(self.file, at(i), int(c.ts_us[i])), nbytes)
 
-    def segments(self, c: Chunk, cols: fr.Segments, acks: _PureAcks) -> None:
-        self.deliver(self.reasm, c.buf, c.index0, len(c.off), cols, acks)
-
-    def segments_mixed(self, c: Chunk, cols: fr.Segments, slow: np.ndarray, l3: np.ndarray, acks: _PureAcks) -> None:
-        """Fast-path segments merged in packet order with the ones of fragments and IPv6 extension headers."""
+    def segments_mixed(self, c: Chunk, cols: fr.Segments, slow: np.ndarray, l3: np.ndarray, acks: _PureAcks,
+                       at: _Numbering) -> None:
+        """Fast-path segments merged in packet order with the ones of fragments and IPv6 extension headers (items
+        are ordered by their number after at.base: cols.index, the slow frames' own numbers)."""
         buf = c.buf
         items = [(i, ts, (shi, slo, dhi, dlo, ports), seq, ack, flags, buf[po:po + pl], miss)
                  for i, ts, shi, slo, dhi, dlo, ports, seq, ack, flags, po, pl, miss
@@ -258,8 +285,9 @@ class _Driver:
                 self.skip("not_tcp", int(c.caplen[i]))
                 self.stats.tcp_packets -= 1
                 self.stats.non_tcp_packets += 1
+                self.stats.slow_not_tcp += 1
             elif r.status == ip.BAD:
-                self.report("bad_ip_header", "unusable IPv6 extension headers", Where(self.file, c.index0 + i, ts),
+                self.report("bad_ip_header", "unusable IPv6 extension headers", Where(self.file, at(i), ts),
                             int(c.caplen[i]))
                 self.skip("bad_ip_header", int(c.caplen[i]))
             elif r.status == ip.SHORT:
@@ -269,21 +297,42 @@ class _Driver:
             hdr = tcp.parse_segment(r.segment)
             if hdr is None:
                 self.report("bad_tcp_header", "unusable TCP header after IP reassembly",
-                            Where(self.file, c.index0 + i, ts), len(r.segment))
+                            Where(self.file, at(i), ts), len(r.segment))
                 self.skip("bad_tcp_header", len(r.segment))
                 continue
             sport, dport, seq, ack, flags, hlen = hdr
-            items.append((i, ts, (r.src_hi, r.src_lo, r.dst_hi, r.dst_lo, sport << 16 | dport), seq, ack, flags,
-                          r.segment[hlen:], r.missing))
+            items.append((at.key(i), ts, (r.src_hi, r.src_lo, r.dst_hi, r.dst_lo, sport << 16 | dport), seq, ack,
+                          flags, r.segment[hlen:], r.missing))
         items.sort(key=lambda item: item[0])
         reasm, last = self.reasm, -1
         for i, ts, key, seq, ack, flags, payload, miss in items:
             if reasm.pending_total:
                 acks.feed(last, i)
-            reasm.segment(c.index0 + i, ts, key, seq, ack, flags, payload, miss)
+            reasm.segment(at.base + i, ts, key, seq, ack, flags, payload, miss)
             last = i
         if reasm.pending_total:
-            acks.feed(last, len(c.off))
+            acks.feed(last, at.end(len(c.off)))
+
+
+class _Numbering:
+    """The packet index of a chunk's frames: base + position for a whole chunk; for a selection of a file's frames
+    (index given) base is 0 and each frame's index is looked up, so columns renumbered with it can be handed on."""
+
+    __slots__ = ("base", "index")
+
+    def __init__(self, base: int, index: np.ndarray | None) -> None:
+        self.base, self.index = base, index
+
+    def __call__(self, i: int) -> int:
+        return self.base + i if self.index is None else int(self.index[i])
+
+    def key(self, i: int) -> int:
+        """Frame i's number after base (its position in a whole chunk)."""
+        return i if self.index is None else int(self.index[i])
+
+    def end(self, frames: int) -> int:
+        """The number after base past the chunk's last frame."""
+        return frames if self.index is None else int(self.index[-1]) + 1
 
 
 def deliver(reasm: Reassembler, buf: bytes, index0: int, frames: int, cols: fr.Segments, acks: _PureAcks) -> None:

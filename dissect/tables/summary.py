@@ -56,10 +56,12 @@ def tls(keylog_files: list[str], keylog: KeyLog | None, parts: list[dict]) -> di
 
 def build(paths: list[str], parts: list[dict], late_names: dict[str, int], tls_info: dict[str, Any]) -> dict:
     """The summary of a run from its workers' results (each worker followed its own connections; the packet
-    counts, the same in every worker, come from the first)."""
+    counts, the same in every worker, come from the first). Lists are in an order of their own (streams by
+    connection, warnings sorted), so the summary does not depend on how the connections were spread: only
+    `workers` and `topic_ids_named_late` (a worker names late what it learnt on another's connections) do."""
     stats = parts[0]["stats"]
-    streams = [s for part in parts for s in part["streams"]]
-    warnings = [w for part in parts for w in part["warnings"]]
+    streams = sorted((s for part in parts for s in part["streams"]), key=lambda s: (s["conn_id"], s["direction"]))
+    warnings = sorted(w for part in parts for w in part["warnings"])
     malformed = (tls_info["keylog"] or {}).get("malformed_lines")
     if malformed:
         warnings.append(f"{malformed} lines of the TLS key logs are not `LABEL client_random secret` lines: skipped")

@@ -1,0 +1,20 @@
+"""Which masters `get_spark` treats as this machine: those get loopback binding, few shuffle partitions and the
+driver's Python on executors."""
+
+from __future__ import annotations
+
+import pytest
+
+from kafkatap.pipelines.spark import on_this_machine
+
+
+@pytest.mark.parametrize("master", ["local", "local[2]", "local[*]", "spark://127.0.0.1:7077", "spark://localhost:7077",
+                                    "spark://[::1]:7077", "spark://127.0.0.1:7077,127.0.0.2:7078"])
+def test_local_mode_and_loopback_masters_are_this_machine(master):
+    assert on_this_machine(master)
+
+
+@pytest.mark.parametrize("master", [None, "", "yarn", "k8s://https://10.0.0.1:6443", "spark://10.0.0.5:7077",
+                                    "spark://spark-master:7077", "spark://127.0.0.1:7077,10.0.0.5:7077"])
+def test_other_masters_are_a_cluster(master):
+    assert not on_this_machine(master)
