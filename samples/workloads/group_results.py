@@ -1,10 +1,46 @@
-"""Folding member processes' results (workloads/member.py) into the truth: what each received, its callbacks and
-generations or member epochs, when each record reached it, and the requests and errors its client logged."""
+"""A workload's group members as processes (workloads/member.py), and their results folded into the truth: what each
+received, its callbacks and generations or member epochs, when each record reached it, and the requests and errors
+its client logged."""
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+
 from kafkatap.samples.make import Env
 from kafkatap.samples.workloads.common import record_times
+from kafkatap.samples.workloads.member import MemberProcess
+
+
+class Members:
+    """The member processes of one run, in a temporary folder: `start(client_id, spec)` runs one, `stop(member)`
+    keeps its result; at the end of the block every member still running is killed, whatever happened."""
+
+    def __init__(self, env: Env) -> None:
+        self.env = env
+        self.results: dict[str, dict] = {}
+        self.running: list[MemberProcess] = []
+
+    def __enter__(self) -> Members:
+        self.folder = tempfile.TemporaryDirectory(prefix="kafkatap-members-")
+        return self
+
+    def start(self, spec: dict) -> MemberProcess:
+        member = MemberProcess(Path(self.folder.name), {"t0_wall": self.env.truth.t0_wall, **spec})
+        self.running.append(member)
+        self.env.truth.event(member.client_id, "started")
+        return member
+
+    def stop(self, member: MemberProcess) -> None:
+        self.results[member.client_id] = member.stop()
+        self.env.truth.event(member.client_id, "stopped")
+
+    def __exit__(self, *exc) -> None:
+        try:
+            for member in self.running:
+                member.kill()
+        finally:
+            self.folder.cleanup()
 
 
 def fold_members(env: Env, group_id: str, kind: str, results: dict[str, dict]) -> None:

@@ -9,13 +9,11 @@ the members reconcile to. The callbacks and `record_times` are the clients' own 
 
 from __future__ import annotations
 
-import tempfile
 import time
-from pathlib import Path
 
 from kafkatap.samples.make import Env, Spec
 from kafkatap.samples.workloads.common import CONFLUENT
-from kafkatap.samples.workloads.group_results import fold_members
+from kafkatap.samples.workloads.group_results import Members, fold_members
 from kafkatap.samples.workloads.member import MemberProcess
 from kafkatap.samples.workloads.trickle import Trickle
 
@@ -30,14 +28,11 @@ TOPIC, PARTITIONS, GROUP = "payments", 4, "kt-848rb"
 SESSION_TIMEOUT_MS, HEARTBEAT_MS = 6000, 500
 
 
-def _member(env: Env, workdir: Path, client_id: str) -> MemberProcess:
+def _member(env: Env, members: Members, client_id: str) -> MemberProcess:
     env.truth.client(client_id, CONFLUENT, "consumer", **{"group.id": GROUP, "group.protocol": "consumer",
                                                           "enable.auto.commit": False})
-    proc = MemberProcess(workdir, {"library": "confluent-kafka", "bootstrap": env.mock.bootstrap,
-                                   "client_id": client_id, "group_id": GROUP, "topics": [TOPIC],
-                                   "max_poll_records": 50, "max_seconds": 120, "t0_wall": env.truth.t0_wall})
-    env.truth.event(client_id, "started")
-    return proc
+    return members.start({"library": "confluent-kafka", "bootstrap": env.mock.bootstrap, "client_id": client_id,
+                          "group_id": GROUP, "topics": [TOPIC], "max_poll_records": 50, "max_seconds": 120})
 
 
 def run(env: Env) -> None:
@@ -47,28 +42,15 @@ def run(env: Env) -> None:
     truth.topic(TOPIC, PARTITIONS)
     truth.note(f"librdkafka mock: group.consumer.session.timeout.ms={SESSION_TIMEOUT_MS}, heartbeat interval "
                f"{HEARTBEAT_MS} ms (rd_kafka_mock_set_group_consumer_*).")
-    members: list[MemberProcess] = []
-    results: dict[str, dict] = {}
-    with tempfile.TemporaryDirectory(prefix="kafkatap-848rb-") as tmp, Trickle(
-            env, "kt-848rb-producer", TOPIC, PARTITIONS, library="confluent-kafka"):
-        workdir = Path(tmp)
-
-        def stop(m: MemberProcess) -> None:
-            results[m.client_id] = m.stop()
-            truth.event(m.client_id, "stopped")
-
-        try:
-            members.append(m1 := _member(env, workdir, "kt-848rb-1"))
-            time.sleep(5)
-            members.append(m2 := _member(env, workdir, "kt-848rb-2"))
-            time.sleep(6)
-            members.append(m3 := _member(env, workdir, "kt-848rb-3"))
-            time.sleep(6)
-            stop(m2)
-            time.sleep(6)
-            stop(m3)
-            stop(m1)
-        finally:
-            for m in members:
-                m.kill()
-    fold_members(env, GROUP, "consumer_group", results)
+    with Members(env) as members, Trickle(env, "kt-848rb-producer", TOPIC, PARTITIONS, library="confluent-kafka"):
+        m1 = _member(env, members, "kt-848rb-1")
+        time.sleep(5)
+        m2 = _member(env, members, "kt-848rb-2")
+        time.sleep(6)
+        m3 = _member(env, members, "kt-848rb-3")
+        time.sleep(6)
+        members.stop(m2)
+        time.sleep(6)
+        members.stop(m3)
+        members.stop(m1)
+    fold_members(env, GROUP, "consumer_group", members.results)

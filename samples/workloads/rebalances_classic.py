@@ -10,15 +10,13 @@ clients' own account of the episodes and of each record's trip.
 
 from __future__ import annotations
 
-import tempfile
 import time
-from pathlib import Path
 
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from kafkatap.samples.make import Env, Spec
 from kafkatap.samples.workloads.common import KAFKA_PYTHON, TANSU_SESSION_TIMEOUT_MS
-from kafkatap.samples.workloads.group_results import fold_members
+from kafkatap.samples.workloads.group_results import Members, fold_members
 from kafkatap.samples.workloads.member import MemberProcess
 from kafkatap.samples.workloads.trickle import Trickle
 
@@ -35,17 +33,14 @@ TOPIC, PARTITIONS, GROUP = "orders", 4, "kt-rebalance"
 API_VERSION = (2, 5)
 
 
-def _member(env: Env, workdir: Path, client_id: str, **extra) -> MemberProcess:
+def _member(env: Env, members: Members, client_id: str, **extra) -> MemberProcess:
     env.truth.client(client_id, KAFKA_PYTHON, "consumer", group_id=GROUP, api_version=list(API_VERSION),
                      session_timeout_ms=TANSU_SESSION_TIMEOUT_MS, heartbeat_interval_ms=1000,
                      enable_auto_commit=False, max_poll_records=50, **extra)
-    proc = MemberProcess(workdir, {
+    return members.start({
         "library": "kafka-python", "bootstrap": env.tansu.bootstrap, "client_id": client_id, "group_id": GROUP,
         "topics": [TOPIC], "api_version": list(API_VERSION), "session_timeout_ms": TANSU_SESSION_TIMEOUT_MS,
-        "heartbeat_interval_ms": 1000, "max_poll_records": 50, "max_seconds": 120, "t0_wall": env.truth.t0_wall,
-        **extra})
-    env.truth.event(client_id, "started")
-    return proc
+        "heartbeat_interval_ms": 1000, "max_poll_records": 50, "max_seconds": 120, **extra})
 
 
 def run(env: Env) -> None:
@@ -55,33 +50,20 @@ def run(env: Env) -> None:
     admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)])
     admin.close()
     truth.topic(TOPIC, PARTITIONS)
-    members: list[MemberProcess] = []
-    results: dict[str, dict] = {}
-    with tempfile.TemporaryDirectory(prefix="kafkatap-rebalances-") as tmp, Trickle(
-            env, "kt-rb-producer", TOPIC, PARTITIONS, api_version=API_VERSION):
-        workdir = Path(tmp)
-
-        def stop(m: MemberProcess) -> None:
-            results[m.client_id] = m.stop()
-            truth.event(m.client_id, "stopped")
-
-        try:
-            members.append(m1 := _member(env, workdir, "kt-rb-1"))
-            time.sleep(7)  # Tansu answers the first JoinGroup after about half the session timeout
-            members.append(m2 := _member(env, workdir, "kt-rb-2"))
-            time.sleep(9)
-            members.append(zombie := _member(env, workdir, "kt-rb-zombie", zombie_after_records=5))
-            # joins (about 5 s), goes quiet once it holds records, is expired after the session timeout, and the
-            # group settles without it while it keeps fetching
-            time.sleep(9 + TANSU_SESSION_TIMEOUT_MS / 1000 + 9)
-            stop(m2)
-            time.sleep(8)
-            stop(m1)
-            stop(zombie)
-        finally:
-            for m in members:
-                m.kill()
-    fold_members(env, GROUP, "classic_group", results)
+    with Members(env) as members, Trickle(env, "kt-rb-producer", TOPIC, PARTITIONS, api_version=API_VERSION):
+        m1 = _member(env, members, "kt-rb-1")
+        time.sleep(7)  # Tansu answers the first JoinGroup after about half the session timeout
+        m2 = _member(env, members, "kt-rb-2")
+        time.sleep(9)
+        zombie = _member(env, members, "kt-rb-zombie", zombie_after_records=5)
+        # joins (about 5 s), goes quiet once it holds records, is expired after the session timeout, and the group
+        # settles without it while it keeps fetching
+        time.sleep(9 + TANSU_SESSION_TIMEOUT_MS / 1000 + 9)
+        members.stop(m2)
+        time.sleep(8)
+        members.stop(m1)
+        members.stop(zombie)
+    fold_members(env, GROUP, "classic_group", members.results)
     stopped = [e for e in truth.doc["events"] if e["what"] == "heartbeat_stopped"]
     if not stopped or not stopped[0]["partitions"]:
         raise RuntimeError(f"the zombie never held partitions: {stopped}")
