@@ -2,13 +2,19 @@
 
 Rows are plain tuples in schema column order (cheapest to build in the hot path); a flush turns them into one Arrow
 array per column with `columns`: pyarrow's converter walking them as one struct array, or its compiled twin
-(_columns.pyx) writing the columns' buffers in one C loop each. Every table gets its file even when empty, so Spark
-and duckdb can read the schema of a table that happened to have no rows.
+(_columns.pyx) writing the columns' buffers in one C loop each. With the compiled core a row is written into its
+columns as it is added (_columns.Builder) and its tuple freed, while it is still in the CPU's cache; a row with a
+value the builder does not take, and the rest of its row group, are kept as tuples and converted as above. Parquet
+encodes and compresses a row group on the run's writer thread (pyarrow lets go of the GIL there), so that work overlaps
+the dissection on a second core; each table has at most one row group in flight, and a write's error is raised by the
+table's next write or its close. Every table gets its file even when empty, so Spark and duckdb can read the schema of
+a table that happened to have no rows.
 """
 
 from __future__ import annotations
 
 import os
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pyarrow as pa
@@ -20,6 +26,7 @@ ROW_GROUP_ROWS = 20_000
 ROW_GROUP_BYTES = 32 << 20
 """Flush early when the rows' large cells (JSON, payloads) pass this many bytes, to bound memory."""
 
+_compiled = native.extension("kafkatap.dissect.tables._columns")
 
 
 def columns(rows: list[tuple], row_type: pa.StructType) -> list[pa.Array]:
@@ -37,13 +44,15 @@ class TableWriter:
     """Rows of one table to OUT/<name>/part-<part>.parquet."""
 
     __slots__ = ("name", "schema", "row_type", "path", "rows", "pending_bytes", "writer", "count", "published",
-                 "out_of_range", "columns")
+                 "out_of_range", "columns", "builder", "pool", "pending")
 
-    def __init__(self, out_dir: Path, name: str, schema: pa.Schema, part: int = 0) -> None:
+    def __init__(self, out_dir: Path, name: str, schema: pa.Schema, part: int = 0,
+                 pool: ThreadPoolExecutor | None = None) -> None:
         self.name = name
         self.schema = schema
         self.row_type = pa.struct(list(schema))
-        self.columns = native.pick(columns, native.extension("kafkatap.dissect.tables._columns"))
+        self.columns = native.pick(columns, _compiled)
+        self.builder = _compiled.builder(self.row_type) if native.compiled and _compiled is not None else None
         directory = out_dir / name
         directory.mkdir(parents=True, exist_ok=True)
         self.path = directory / part_name(part)
@@ -52,36 +61,63 @@ class TableWriter:
         self.count = 0
         self.published = 0  # rows in the files already closed
         self.out_of_range: dict[str, int] = {}  # column -> values that did not fit its type (written as null)
+        self.pool = pool  # the thread the row groups are written on (None: this one)
+        self.pending: Future | None = None  # the row group being written there
         self.writer = pq.ParquetWriter(_writing(self.path), schema, compression="zstd")
 
     def add(self, row: tuple, nbytes: int = 0) -> None:
         """Append one row; nbytes is the size of its large cells, if any, for the memory bound."""
-        self.rows.append(row)
+        builder, rows = self.builder, self.rows
+        if rows or builder is None or not builder.add(row):
+            rows.append(row)
         if nbytes:
             self.pending_bytes += nbytes
             if self.pending_bytes >= ROW_GROUP_BYTES:
                 self.flush()
                 return
-        if len(self.rows) >= ROW_GROUP_ROWS:
+        if len(rows) + (builder.rows if builder is not None else 0) >= ROW_GROUP_ROWS:
             self.flush()
 
     def extend(self, rows: list[tuple]) -> None:
         """Append rows without large cells (one call for a partition's batches instead of one per batch)."""
-        self.rows += rows
-        if len(self.rows) >= ROW_GROUP_ROWS:
+        builder = self.builder
+        if builder is None or self.rows:
+            self.rows += rows
+        else:
+            taken = builder.extend(rows)
+            if taken < len(rows):
+                self.rows += rows[taken:]
+        if len(self.rows) + (builder.rows if builder is not None else 0) >= ROW_GROUP_ROWS:
             self.flush()
 
     def flush(self) -> None:
-        if not self.rows:
-            return
-        try:
-            arrays = self.columns(self.rows, self.row_type)
-        except (OverflowError, pa.ArrowInvalid, pa.ArrowTypeError):
-            arrays = [self._array(col, field) for col, field in zip(zip(*self.rows), self.schema)]
-        self.writer.write_table(pa.Table.from_arrays(arrays, schema=self.schema))
-        self.count += len(self.rows)
-        self.rows = []
+        """Write what was added as row groups: the builder's rows, then the rows kept as tuples (which came after)."""
+        if self.builder is not None and self.builder.rows:
+            n = self.builder.rows
+            self._write(self.builder.arrays(), n)
+        if self.rows:
+            try:
+                arrays = self.columns(self.rows, self.row_type)
+            except (OverflowError, pa.ArrowInvalid, pa.ArrowTypeError):
+                arrays = [self._array(col, field) for col, field in zip(zip(*self.rows), self.schema)]
+            self._write(arrays, len(self.rows))
+            self.rows = []
         self.pending_bytes = 0
+
+    def _write(self, arrays: list[pa.Array], n: int) -> None:
+        table = pa.Table.from_arrays(arrays, schema=self.schema)
+        self.wait()
+        if self.pool is None:
+            self.writer.write_table(table)
+        else:
+            self.pending = self.pool.submit(self.writer.write_table, table)
+        self.count += n
+
+    def wait(self) -> None:
+        """Until the row group in flight is written (raising what writing it raised)."""
+        pending, self.pending = self.pending, None
+        if pending is not None:
+            pending.result()
 
     def _array(self, values: tuple, field: pa.Field) -> pa.Array:
         """The column as an Arrow array. A value that does not fit the type (damaged input can carry a timestamp
@@ -104,6 +140,7 @@ class TableWriter:
         with a dot, `*.parquet` globs do not match it), so readers of the directory never meet a file without its
         footer."""
         self.flush()
+        self.wait()
         self.writer.close()
         if self.published and self.count == self.published:
             _writing(self.path).unlink()  # the empty last file of a live run: the table has its files already
@@ -133,7 +170,8 @@ class Output:
     def __init__(self, out_dir: str | os.PathLike, tables: dict[str, pa.Schema], part: int = 0) -> None:
         self.dir = Path(out_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
-        self.tables = {name: TableWriter(self.dir, name, schema, part) for name, schema in tables.items()}
+        self.pool = ThreadPoolExecutor(1, thread_name_prefix="kafkatap-parquet")
+        self.tables = {name: TableWriter(self.dir, name, schema, part, self.pool) for name, schema in tables.items()}
 
     def __getitem__(self, name: str) -> TableWriter:
         return self.tables[name]
@@ -151,6 +189,7 @@ class Output:
         except BaseException:
             self.abort()
             raise
+        self.pool.shutdown()
         return {name: table.count for name, table in self.tables.items()}
 
     def abort(self) -> None:
@@ -158,10 +197,15 @@ class Output:
         open would retry its failed close when collected and print that error to the user."""
         for table in self.tables.values():
             try:
+                table.wait()  # the writer is not closed under a row group being written
+            except Exception:  # that row group's failure is the one being aborted for, or follows it
+                pass
+            try:
                 table.writer.close()
             except OSError:
                 pass
             table.writer.is_open = False  # pyarrow's own flag: no second close from __del__
+        self.pool.shutdown()
 
     def out_of_range(self) -> dict[str, int]:
         """`table.column` -> values written as null because they did not fit the column's type."""

@@ -42,12 +42,16 @@ def test_rows_come_back_as_written(tmp_path: Path) -> None:
     assert [r["n"] for r in got] == [1, None, -(1 << 63)] and got[2]["tags"] == [] and got[2]["name"] == "é"
 
 
-def test_a_value_past_its_type_becomes_null_and_is_counted(tmp_path: Path) -> None:
-    rows = [("a", 1 << 63, 5, None, True, 1), ("b", 2, 6, None, True, 40000), ("c", 3, 7, None, False, 2)]
-    got, bad = write(tmp_path, rows, extend=True)
-    assert [r["n"] for r in got] == [None, 2, 3]
-    assert [r["small"] for r in got] == [1, None, 2]
-    assert [r["name"] for r in got] == ["a", "b", "c"]
+@pytest.mark.parametrize("extend", [True, False])
+@pytest.mark.parametrize("first", [0, 1])
+def test_a_value_past_its_type_becomes_null_and_is_counted(tmp_path: Path, extend: bool, first: int) -> None:
+    """In either place: the first row, or after rows that fit (the compiled builder took those)."""
+    rows = [("z", 9, 4, ["t"], None, 0)] * first + [("a", 1 << 63, 5, None, True, 1), ("b", 2, 6, None, True, 40000),
+                                                     ("c", 3, 7, None, False, 2)]
+    got, bad = write(tmp_path, rows, extend=extend)
+    assert [r["n"] for r in got] == [9] * first + [None, 2, 3]
+    assert [r["small"] for r in got] == [0] * first + [1, None, 2]
+    assert [r["name"] for r in got] == ["z"] * first + ["a", "b", "c"]
     assert bad == {"t.n": 1, "t.small": 1}
 
 
@@ -83,3 +87,38 @@ def test_the_compiled_column_builder_matches_pyarrow() -> None:
                 assert ours.type == theirs.type and ours.equals(theirs), (rows, ours, theirs)
         else:
             assert results[0] == results[1]
+
+
+def test_the_row_builder_matches_pyarrow_and_refuses_whole_rows() -> None:
+    """_columns.Builder writes each row into its columns as it is added; a row with a value it does not take is
+    refused with nothing of it written, wherever in the row that value is, so the rows it took convert as pa.array
+    converts them."""
+    compiled = native.extension("kafkatap.dissect.tables._columns")
+    if compiled is None:
+        pytest.skip("the compiled core is not built (pure-Python run)")
+    schema = pa.schema(list(SCHEMA) + [pa.field("b", pa.binary()), pa.field("i8", pa.int8()),
+                                       pa.field("i32", pa.int32())])
+    row_type = pa.struct(list(schema))
+    rnd = random.Random(7)
+    pools = [["a", "é", "\u4e2d\U0001f600", "", None, "x" * 300], [0, -(1 << 63), (1 << 63) - 1, None, 7],
+             [0, 1_700_000_000_000_000, None], [("x", "yé"), [], None, ["", "z"]], [True, False, None],
+             [-32768, 32767, None, 5], [b"", b"\x00\xff", None], [-128, 127, None], [-(1 << 31), (1 << 31) - 1, None]]
+    odd = ["\ud800", 1 << 63, 1.5, ("x", "\ud800"), 1, -32769, "str", -129, 1 << 31]  # one per column
+    builder = compiled.builder(row_type)
+    for case in range(80):
+        rows = [tuple(rnd.choice(pool) for pool in pools) for _ in range(rnd.randrange(1, 70))]
+        taken = []
+        for row in rows:
+            if rnd.random() < 0.2:
+                c = rnd.randrange(len(pools))
+                bad = row[:c] + (odd[c],) + row[c + 1:]
+                assert builder.add(bad) is False
+            assert builder.add(row) is True
+            taken.append(row)
+        assert builder.extend(rows + [rows[0][:-1] + (1 << 40,)] + rows) == len(rows)
+        taken += rows
+        assert builder.rows == len(taken)
+        for ours, theirs in zip(builder.arrays(), writer.columns(taken, row_type)):
+            ours.validate(full=True)
+            assert ours.type == theirs.type and ours.equals(theirs), (taken, ours, theirs)
+    assert compiled.builder(pa.struct([pa.field("f", pa.float64())])) is None
