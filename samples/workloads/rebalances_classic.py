@@ -67,3 +67,19 @@ def run(env: Env) -> None:
     stopped = [e for e in truth.doc["events"] if e["what"] == "heartbeat_stopped"]
     if not stopped or not stopped[0]["partitions"]:
         raise RuntimeError(f"the zombie never held partitions: {stopped}")
+    _zombie_refused(truth, members.results[zombie.client_id], stopped[0])
+
+
+def _zombie_refused(truth, result: dict, stopped: dict) -> None:
+    """The zombie hears that it was expired only when it finally talks to the coordinator again (its LeaveGroup as it
+    closes): the error its client decoded is its fencing."""
+    refused = [(api, error) for _client, api, error in result["error_events"]
+               if api in ("Heartbeat", "OffsetCommit", "SyncGroup", "LeaveGroup")]
+    if not refused:
+        raise RuntimeError(f"the zombie was never refused: {result['error_events']}")
+    api, error = refused[0]
+    left = next(e for e in result["events"] if e["what"] == "left")
+    truth.fenced("classic_group", error, stopped["client_id"], group_id=GROUP, member_id=stopped["member_id"],
+                 detail=f"heartbeats stopped in generation {stopped['generation_id']} holding {stopped['partitions']}; "
+                        f"expired past session.timeout.ms={TANSU_SESSION_TIMEOUT_MS}, it kept fetching until its {api} "
+                        f"was refused", t=left["t"])

@@ -34,8 +34,9 @@ def with_consumed(deliveries: DataFrame, committed: DataFrame) -> DataFrame:
     """Add `next_position` (the offset the member next committed for the partition after the delivery) and
     `consumed_last`, the end of what its application consumed of the delivery.
 
-    Clients commit the position their application reached, so a delivery is cut at the member's next commit of the
-    partition. When the member's next step on the partition does not continue where the delivery ended (its next
+    Clients commit the position their application reached, so a delivery is cut at the furthest position the member
+    commits for the partition before it fetches it again (a fetch's records often reach the application over several
+    polls, each followed by a commit), else at its next commit. When the member's next step on the partition does not continue where the delivery ended (its next
     fetch starts elsewhere, or its next commit jumps past offsets it never fetched), its position was reset in
     between (the partition was revoked and reassigned, or reset to the committed offset): the delivery is then cut
     where a refetch goes back to, or else at the member's last commit before it (auto-commit clients commit on
@@ -64,7 +65,13 @@ def with_consumed(deliveries: DataFrame, committed: DataFrame) -> DataFrame:
     backward = fetch_first & (F.col("_nfetch_clip") <= F.col("_resp_last"))
     reset_at = F.when(backward, F.col("_nfetch_clip")).otherwise(F.col("_prev_commit"))
     evidence = F.col("_prev_commit").isNotNull() | F.col("next_position").isNotNull()
-    return (both.withColumn("next_position", nxt["_commit"]).withColumn("_ncommit_us", nxt["_commit_us"])
+    # the commits after a fetch response and before the member's next one: the last fetch time at or before a row
+    # names the stretch it belongs to
+    stretch = F.max("_fetch_us").over(ordered.rangeBetween(Window.unboundedPreceding, 0))
+    furthest = F.max("_commit").over(Window.partitionBy(*key, "_stretch"))
+    return (both.withColumn("_stretch", stretch).withColumn("_furthest", furthest)
+            .withColumn("next_position", F.coalesce("_furthest", nxt["_commit"]))
+            .withColumn("_ncommit_us", nxt["_commit_us"])
             .withColumn("_nfetch_us", nxt["_fetch_us"]).withColumn("_nfetch_clip", nxt["_fetch_clip"])
             .withColumn("_prev_commit", F.last("_commit", ignorenulls=True).over(
                 ordered.rangeBetween(Window.unboundedPreceding, 0)))
@@ -72,4 +79,4 @@ def with_consumed(deliveries: DataFrame, committed: DataFrame) -> DataFrame:
             .withColumn("consumed_last", F.when(reset & evidence & reset_at.isNotNull(),
                                                 F.least(F.col("last_offset"), reset_at - 1)).otherwise(cut))
             .drop("_commit", "_us", "_fetch_clip", "_fetch_us", "_commit_us", "_ncommit_us", "_nfetch_us",
-                  "_nfetch_clip", "_prev_commit", "_resp_last"))
+                  "_nfetch_clip", "_prev_commit", "_resp_last", "_stretch", "_furthest"))
