@@ -218,7 +218,8 @@ DUPLICATE_DELIVERIES = table(
            "Records in the range (fewer than the range length on compacted topics, when `records/` was present)."),
     column("deliveries", pa.int64(),
            "Times the range was delivered (or appended): 2 or more. Consumer groups: deliveries the application "
-           "consumed (fetches cut at the member's next commit); for `wire_only` rows, the fetches."),
+           "consumed (fetches cut at the furthest position the member commits before fetching the partition "
+           "again); for `wire_only` rows, the fetches."),
     column("first_delivery_ts", TS, "First delivery (fetch response / acquisition / append) time."),
     column("redelivery_ts", TS, "First redelivery time."),
     column("first_member_id", pa.string(), "Member of the first delivery (null when unlinked or ambiguous)."),
