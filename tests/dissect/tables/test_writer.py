@@ -55,20 +55,27 @@ def test_a_value_past_its_type_becomes_null_and_is_counted(tmp_path: Path, exten
     assert bad == {"t.n": 1, "t.small": 1}
 
 
-def test_the_compiled_column_builder_matches_pyarrow() -> None:
-    """_columns.pyx writes Arrow's buffers itself; every value kind the tables hold, nulls, edge values, and values
-    it hands back to pyarrow (out of range, wrong types, lone surrogates) give the arrays pa.array gives (or its
-    error)."""
+def _value_pools() -> tuple:
+    """The compiled module, a row type of every column kind the tables hold, and per column the values to draw
+    from: nulls, edge values, non-ASCII text (skips the test in a pure-Python run)."""
     compiled = native.extension("kafkatap.dissect.tables._columns")
     if compiled is None:
         pytest.skip("the compiled core is not built (pure-Python run)")
     schema = pa.schema(list(SCHEMA) + [pa.field("b", pa.binary()), pa.field("i8", pa.int8()),
                                        pa.field("i32", pa.int32())])
     row_type = pa.struct(list(schema))
+    return compiled, row_type, [
+        ["a", "é", "\u4e2d\U0001f600", "", None, "x" * 300], [0, -(1 << 63), (1 << 63) - 1, None, 7],
+        [0, 1_700_000_000_000_000, None], [("x", "yé"), [], None, ["", "z"]], [True, False, None],
+        [-32768, 32767, None, 5], [b"", b"\x00\xff", None], [-128, 127, None], [-(1 << 31), (1 << 31) - 1, None]]
+
+
+def test_the_compiled_column_builder_matches_pyarrow() -> None:
+    """_columns.pyx writes Arrow's buffers itself; every value kind the tables hold, nulls, edge values, and values
+    it hands back to pyarrow (out of range, wrong types, lone surrogates) give the arrays pa.array gives (or its
+    error)."""
+    compiled, row_type, pools = _value_pools()
     rnd = random.Random(5)
-    pools = [["a", "é", "\u4e2d\U0001f600", "", None, "x" * 300], [0, -(1 << 63), (1 << 63) - 1, None, 7],
-             [0, 1_700_000_000_000_000, None], [("x", "yé"), [], None, ["", "z"]], [True, False, None],
-             [-32768, 32767, None, 5], [b"", b"\x00\xff", None], [-128, 127, None], [-(1 << 31), (1 << 31) - 1, None]]
     odd = [1 << 63, 40000, "\ud800", 1.5, b"bytes-in-a-string", ("x", None), 3, -129, 1 << 31]
     for case in range(60):
         rows = [tuple(rnd.choice(pool) for pool in pools) for _ in range(rnd.randrange(1, 70))]
@@ -93,16 +100,8 @@ def test_the_row_builder_matches_pyarrow_and_refuses_whole_rows() -> None:
     """_columns.Builder writes each row into its columns as it is added; a row with a value it does not take is
     refused with nothing of it written, wherever in the row that value is, so the rows it took convert as pa.array
     converts them."""
-    compiled = native.extension("kafkatap.dissect.tables._columns")
-    if compiled is None:
-        pytest.skip("the compiled core is not built (pure-Python run)")
-    schema = pa.schema(list(SCHEMA) + [pa.field("b", pa.binary()), pa.field("i8", pa.int8()),
-                                       pa.field("i32", pa.int32())])
-    row_type = pa.struct(list(schema))
+    compiled, row_type, pools = _value_pools()
     rnd = random.Random(7)
-    pools = [["a", "é", "\u4e2d\U0001f600", "", None, "x" * 300], [0, -(1 << 63), (1 << 63) - 1, None, 7],
-             [0, 1_700_000_000_000_000, None], [("x", "yé"), [], None, ["", "z"]], [True, False, None],
-             [-32768, 32767, None, 5], [b"", b"\x00\xff", None], [-128, 127, None], [-(1 << 31), (1 << 31) - 1, None]]
     odd = ["\ud800", 1 << 63, 1.5, ("x", "\ud800"), 1, -32769, "str", -129, 1 << 31]  # one per column
     builder = compiled.builder(row_type)
     for case in range(80):
