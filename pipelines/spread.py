@@ -60,11 +60,14 @@ def dissect_on_spark(spark: Any, files: list[str], out: str, *, ports: list[int]
         return [_global(r, stats) if r["part"] == 0 else r for r in results]
 
     extra = {"splits": len(plan)}
-    if local:
-        with publish.staged(Path(captures.local_path(out))) as staging:
-            return conclude(staging, list(files), run(str(staging)), list(tls_keylog), keylog, **extra)
-    captures.clear_out(out)
-    return captures.conclude_remote(out, list(files), run(out), list(tls_keylog), keylog, extra)
+    try:
+        if local:
+            with publish.staged(Path(captures.local_path(out))) as staging:
+                return conclude(staging, list(files), run(str(staging)), list(tls_keylog), keylog, **extra)
+        captures.clear_out(out)
+        return captures.conclude_remote(out, list(files), run(out), list(tls_keylog), keylog, extra)
+    finally:
+        line.destroy()  # the timeline is held by the driver and every executor until destroyed
 
 
 def _survey(files: list[str]) -> tuple[list[str], list[tuple[str, str, int]], list[int]]:
