@@ -40,7 +40,7 @@ build-packages:
 	fi
 
 # Rebuilt when a compiled module's source changes: the editable install compiles the .pyx files only when installed.
-$(BIN)/.installed: pyproject.toml setup.py $(wildcard */*.pyx */*/*.pyx) | build-packages
+$(BIN)/.installed: pyproject.toml setup.py $(wildcard */*.pyx */*/*.pyx */*/*.pxd) | build-packages
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev]'

@@ -18,6 +18,19 @@ STAGES = ("capture", "dissect", "pipelines", "dashboards", "samples")
 DIRECTIVES = {"language_level": 3, "boundscheck": True, "wraparound": False}
 
 
+def include_tree() -> str:
+    """A folder where `kafkatap/<stage>` is the stage's folder: Cython finds a module's declarations (.pxd) by its
+    installed name, so this is what lets one compiled module cimport another's C-level classes."""
+    package = Path("build", "cython-include", "kafkatap")
+    package.mkdir(parents=True, exist_ok=True)
+    (package / "__init__.pxd").touch()
+    for stage in STAGES:
+        link = package / stage
+        if not link.is_symlink():
+            link.symlink_to(Path("..", "..", "..", stage))
+    return str(package.parent)
+
+
 def extensions() -> list[Extension]:
     sources = sorted(str(path) for stage in STAGES for path in Path(stage).rglob("*.pyx"))
     try:
@@ -27,7 +40,7 @@ def extensions() -> list[Extension]:
                       "without its compiled dissector core")
         return []
     modules = cythonize([Extension("kafkatap." + source.removesuffix(".pyx").replace("/", "."), [source])
-                         for source in sources], compiler_directives=DIRECTIVES)
+                         for source in sources], compiler_directives=DIRECTIVES, include_path=[include_tree()])
     for module in modules:
         module.optional = True  # a failed compile warns and leaves the pure-Python twin
     return modules

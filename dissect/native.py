@@ -20,8 +20,10 @@ ENV = "KAFKATAP_PURE_PYTHON"
 SAID = "KAFKATAP_NOT_BUILT_SAID"  # set once NOT_BUILT is said, so that spawned worker processes keep quiet
 EXTENSIONS = ("kafkatap.dissect.packets._frames", "kafkatap.dissect.packets._records",
               "kafkatap.dissect.records._split",
-              "kafkatap.dissect.streams._driver", "kafkatap.dissect.kafka._sink",
-              "kafkatap.dissect.kafka._exchange", "kafkatap.dissect.kafka._bodies",
+              "kafkatap.dissect.streams._conn", "kafkatap.dissect.streams._driver",
+              "kafkatap.dissect.kafka._sink", "kafkatap.dissect.kafka._framing", "kafkatap.dissect.kafka._account",
+              "kafkatap.dissect.kafka._exchange",
+              "kafkatap.dissect.kafka._bodies", "kafkatap.dissect.kafka._found", "kafkatap.dissect.kafka._state",
               "kafkatap.dissect.tables._rows", "kafkatap.dissect.tables._batches",
               "kafkatap.dissect.tables._columns")
 NOT_BUILT = "kafkatap: the compiled dissector core is not built; running the pure-Python dissector (slower)"

@@ -15,8 +15,10 @@ from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, u
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy
 
+from kafkatap.dissect.kafka._found cimport Found
+
 from kafkatap.dissect.kafka import bodies, plans
-from kafkatap.dissect.kafka.extract import NULL_TOPIC_ID, Found
+from kafkatap.dissect.kafka.extract import NULL_TOPIC_ID
 from kafkatap.dissect.protocol import is_known, response_header_version
 
 cdef enum:
@@ -217,10 +219,15 @@ cdef object _read(Plan plan, bytes frame, Py_ssize_t pos):
         p.plan = None
         return None
     json = PyUnicode_DecodeUTF8(p.out, p.n, NULL)
-    found = Found.__new__(Found)
+    cdef Found found = Found.__new__(Found)
     found.fields, found.topics, found.topic_ids, found.id_names = p.fields, p.topics, p.topic_ids, p.id_names
     found.first_error, found.has_error = p.first_error, p.has_error
-    top = {name: value for name, value in zip(plan.top, p.top) if value is not None}
+    cdef dict top = {}
+    cdef Py_ssize_t i
+    for i in range(len(p.top)):
+        value = p.top[i]
+        if value is not None:
+            top[plan.top[i]] = value
     body = _new_body(_Body, (at, None, json, found, top, p.rows))
     p.plan = None
     global _in_one_pass

@@ -14,10 +14,14 @@ from cpython.ref cimport PyObject
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int16_t, int32_t, uint8_t, uint32_t
 
+from kafkatap.dissect.kafka._account cimport Account
+from kafkatap.dissect.kafka._found cimport Found
+from kafkatap.dissect.kafka._state cimport ConnState, Request, Response
+
 from kafkatap.dissect.errors import DecodeError
 from kafkatap.dissect.kafka import _bodies, bodies
 from kafkatap.dissect.kafka.pairing import MAX_IN_FLIGHT
-from kafkatap.dissect.kafka.state import REQUEST, RESPONSE, Request, Response
+from kafkatap.dissect.kafka.state import REQUEST, RESPONSE
 from kafkatap.dissect.protocol import registry
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 
@@ -25,17 +29,17 @@ cdef dict _HEADER_VERSIONS = {key: version for key, version in registry.REQUEST_
                               if registry.is_known(*key)}
 cdef object _read_request = _bodies.read_request
 cdef object _read_response = _bodies.read_response
-cdef object _Request = Request, _Response = Response
 cdef frozenset _DICT_APIS = frozenset(bodies.DICT_APIS)
 cdef int _PRODUCE = ApiKey.PRODUCE, _SASL_HANDSHAKE = ApiKey.SASL_HANDSHAKE
 cdef Py_ssize_t _MAX_IN_FLIGHT = MAX_IN_FLIGHT
+cdef int _REQUEST = REQUEST, _RESPONSE = RESPONSE
 
 
 cdef inline int32_t _i32(const uint8_t* b):
     return <int32_t> (<uint32_t> b[0] << 24 | <uint32_t> b[1] << 16 | <uint32_t> b[2] << 8 | b[3])
 
 
-def request(exchange, st, ts, offset, bytes payload, where):
+def request(exchange, ConnState st not None, ts, offset, bytes payload, where):
     cdef Py_ssize_t n = PyBytes_GET_SIZE(payload), pos
     cdef const uint8_t* b = <const uint8_t*> PyBytes_AS_STRING(payload)
     cdef int api_key, api_version, length
@@ -67,15 +71,16 @@ def request(exchange, st, ts, offset, bytes payload, where):
         body = _read_request(api_key, api_version, payload, pos)
     except DecodeError:
         return exchange.request(st, ts, offset, payload, where)
-    if body.end != n or (api_key == _PRODUCE and body.top.get("acks") == 0):
+    if (<tuple> body)[0] != n or (api_key == _PRODUCE and (<tuple> body)[4].get("acks") == 0):  # Body.end, .top
         return exchange.request(st, ts, offset, payload, where)
     size = n + 4
     st.req_sync.last_correlation_id = correlation_id
     st.seq += 1
-    req = _Request(st.seq, ts, size, api_key, api_version, correlation_id)
-    req.client_id = client_id
+    cdef Request req = Request.__new__(Request)
+    req.seq, req.ts, req.size, req.api_key, req.api_version = st.seq, ts, size, api_key, api_version
+    req.correlation_id, req.known, req.client_id = correlation_id, True, client_id
     req.body = body
-    st.account.books[REQUEST]["decoded"] += size
+    (<Account> st.account).decoded_bytes[_REQUEST] += size
     out = exchange.out
     out.request(st, req, where)
     if api_key == _SASL_HANDSHAKE:
@@ -90,7 +95,7 @@ def request(exchange, st, ts, offset, bytes payload, where):
         out.frame(st, pending.pop(next(iter(pending))), None, where, unpaired=True)
 
 
-def response(exchange, st, ts, offset, bytes payload, where):
+def response(exchange, ConnState st not None, ts, offset, bytes payload, where):
     cdef Py_ssize_t n = PyBytes_GET_SIZE(payload), i = 0
     cdef PyObject* first
     cdef PyObject* value
@@ -100,23 +105,24 @@ def response(exchange, st, ts, offset, bytes payload, where):
     correlation_id = _i32(<const uint8_t*> PyBytes_AS_STRING(payload))
     if not PyDict_Next(pending, &i, &first, &value) or <object> first != correlation_id:
         return exchange.response(st, ts, offset, payload, where)  # not the oldest request's answer
-    req = <object> value
+    cdef Request req = <Request> value
     if not req.known or req.api_key in _DICT_APIS:
         return exchange.response(st, ts, offset, payload, where)
     try:
         body = _read_response(req.api_key, req.api_version, payload)
     except DecodeError:
         return exchange.response(st, ts, offset, payload, where)
-    if body.end != n:
+    if (<tuple> body)[0] != n:  # Body.end
         return exchange.response(st, ts, offset, payload, where)
     del pending[correlation_id]
     size = n + 4
-    resp = _Response(ts, size)
-    resp.body = body
-    st.account.books[RESPONSE]["decoded"] += size
+    cdef Response resp = Response.__new__(Response)
+    resp.ts, resp.size, resp.body = ts, size, body
+    (<Account> st.account).decoded_bytes[_RESPONSE] += size
     out = exchange.out
     out.response(st, req, resp, where)
-    id_names = body.found.id_names
+    found = (<tuple> body)[3]  # Body.found (None only for the apis read as dicts, which the method handles)
+    id_names = (<Found> found).id_names if found is not None else None
     if id_names:
         learn = exchange.topics.learn
         for topic_id, name in id_names:

@@ -8,42 +8,55 @@ exchange's compiled fast paths (_exchange.pyx), which hand anything unusual to i
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
 
+from kafkatap.dissect.kafka._account cimport Account
+from kafkatap.dissect.kafka._framing cimport FramerFields
+from kafkatap.dissect.kafka._state cimport ConnState
+from kafkatap.dissect.streams._conn cimport Conn
+
 from kafkatap.dissect.kafka import _exchange
 from kafkatap.dissect.kafka import sink as reference  # its names are looked up at call time: it imports this module
 from kafkatap.dissect.kafka.framing import MAX_FRAME
 
 cdef int64_t _MAX_FRAME = MAX_FRAME
+cdef object _request = _exchange.request, _response = _exchange.response
 
 
-def on_data(sink, conn, int side, ts, data, where):
-    st = conn.state
-    if st.kind == "kafka" and type(data) is bytes:
+def on_data(sink, Conn conn not None, int side, ts, data, where):
+    cdef ConnState st = conn.state
+    if st is not None and st.kind == "kafka" and type(data) is bytes:
         _feed(sink.exchange, st, side, ts, data, where)
         return True
     return reference.on_data(sink, conn, side, ts, data, where)
 
 
-cdef _feed(exchange, st, int side, ts, bytes data, where):
+cdef _feed(exchange, ConnState st, int side, ts, bytes data, where):
     cdef int direction = 0 if side == st.client_side else 1
     cdef Py_ssize_t n = PyBytes_GET_SIZE(data)
     cdef const uint8_t* b = <const uint8_t*> PyBytes_AS_STRING(data)
     cdef int64_t size
-    st.account.books[direction]["seen"] += n
-    framer = st.framers[side]
-    frames = None
+    (<Account> st.account).seen_bytes[direction] += n
+    cdef FramerFields framer = st.framers[side]
+    if framer is None:
+        raise TypeError("a Kafka connection without its framer")
     if n >= 4 and framer.synced and not framer.skip and not framer.buf:
         size = <int32_t> (<uint32_t> b[0] << 24 | <uint32_t> b[1] << 16 | <uint32_t> b[2] << 8 | b[3])
         if size + 4 == n and framer.sync.min_size <= size <= _MAX_FRAME:
             offset = framer.offset
             framer.offset = offset + n
             framer.need = 4
-            frames = ((ts, offset, PyBytes_FromStringAndSize(<const char*> b + 4, size)),)
-    if frames is None:
-        frames = framer.feed(ts, data, where)
+            _handle(exchange, st, direction, ((ts, offset, PyBytes_FromStringAndSize(<const char*> b + 4, size)),),
+                    where)
+            return
+    frames = framer.feed(ts, data, where)
     if frames:
-        skips = st.skips[direction]
-        if skips.run is not None:
-            skips.flush()
-        handle = _exchange.request if direction == 0 else _exchange.response
-        for ts_f, offset, payload in frames:
-            handle(exchange, st, ts_f, offset, payload, where)
+        _handle(exchange, st, direction, frames, where)
+
+
+cdef _handle(exchange, ConnState st, int direction, frames, where):
+    """Each frame to the exchange, once the skips reported before it are."""
+    skips = st.skips[direction]
+    if skips.run is not None:
+        skips.flush()
+    handle = _request if direction == 0 else _response
+    for ts, offset, payload in frames:
+        handle(exchange, st, ts, offset, payload, where)

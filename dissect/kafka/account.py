@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafkatap.dissect import native
+
 
 class Account:
     """Both directions of one connection, indexed by direction (REQUEST, RESPONSE)."""
@@ -40,3 +42,8 @@ class Account:
         return {"seen": book["seen"], "decoded": book["decoded"],
                 "skipped": {k: v for k, v in book.items() if k not in ("seen", "decoded")},
                 "lost_in_gaps": self.gaps[direction]}
+
+
+_compiled = native.extension("kafkatap.dissect.kafka._account")
+if native.compiled and _compiled is not None:  # its compiled twin, to which the compiled paths add in C
+    Account = _compiled.Account  # type: ignore[misc]

@@ -19,6 +19,7 @@ import math
 from json.encoder import c_make_encoder, encode_basestring
 from typing import Any, NamedTuple
 
+from kafkatap.dissect import native
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 
 REQUEST_FIELDS = ("group_id", "member_id", "group_instance_id", "generation_id", "member_epoch", "group_epoch",
@@ -103,6 +104,11 @@ class Found:
         self.id_names: list[tuple[str, str]] = []  # (topic_id, name) pairs the message states (Metadata, ...)
         self.first_error = 0  # first non-zero error code anywhere (error_code, partition_error_code, ...)
         self.has_error = False  # the message has any error code field
+
+
+_compiled = native.extension("kafkatap.dissect.kafka._found")
+if native.compiled and _compiled is not None:  # its compiled twin, which the compiled message path reads in C
+    Found = _compiled.Found  # type: ignore[misc]
 
 
 def walk(message: dict, wanted: tuple[str, ...]) -> Found:

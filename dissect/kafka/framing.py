@@ -12,6 +12,7 @@ import struct
 from collections.abc import Callable
 from typing import Protocol
 
+from kafkatap.dissect import native
 from kafkatap.dissect.streams.reassembly import Where
 
 MAX_FRAME = 100 * 1024 * 1024
@@ -54,10 +55,17 @@ class Sync(Protocol):
         """The next position >= pos worth a `check`, or -1 if there is none in buf."""
 
 
-class Framer:
+_compiled = native.extension("kafkatap.dissect.kafka._framing")
+_FIELDS = ("sync", "on_skip", "buf", "buf_ts", "offset", "synced", "anchored", "skip", "skip_reason", "need")
+_Base: type = _compiled.FramerFields if native.compiled and _compiled is not None else object
+
+
+class Framer(_Base):  # type: ignore[valid-type, misc]
     """One direction of one connection. `feed` appends data and returns the complete frames it found."""
 
-    __slots__ = ("sync", "on_skip", "buf", "buf_ts", "offset", "synced", "anchored", "skip", "skip_reason", "need")
+    # With the compiled core the fields are C struct members of the compiled base (which the compiled sink reads
+    # directly); without it they are slots.
+    __slots__ = _FIELDS if _Base is object else ()
 
     def __init__(self, sync: Sync, on_skip: SkipHandler, *, synced: bool = False, anchored: bool = False) -> None:
         """synced: the stream starts on a frame boundary and any frame may come first (a response stream after a

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from kafkatap.dissect import native
 from kafkatap.dissect.kafka.account import Account
 from kafkatap.dissect.kafka.framing import Framer
 from kafkatap.dissect.kafka.orphans import Orphans
@@ -78,6 +79,11 @@ class ConnState:
         self.account = Account()
         self.probe: list[tuple[int, int, bytes | int, Where]] = []  # (side, ts, data or a gap's size, where)
         self.probe_bytes = 0
+
+
+_compiled = native.extension("kafkatap.dissect.kafka._state")
+if native.compiled and _compiled is not None:  # their compiled twins, whose fields the compiled message path reads in C
+    Request, Response, ConnState = _compiled.Request, _compiled.Response, _compiled.ConnState  # type: ignore[misc]
 
 
 def endpoint(addr: tuple) -> str:

@@ -13,6 +13,7 @@ import numpy as np
 
 from kafkatap.dissect import native
 from kafkatap.dissect.packets import ip, link, tcp
+from kafkatap.dissect.packets.arrays import distinct
 from kafkatap.dissect.packets.pcap import Chunk
 
 _frames = native.extension("kafkatap.dissect.packets._frames")
@@ -91,7 +92,7 @@ def parse_frames(buf: bytes, off: np.ndarray, caplen: np.ndarray, origlen: np.nd
 def _link(data: np.ndarray, off: np.ndarray, caplen: np.ndarray,
           linktype: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """link.network_layer over frames of any mix of link types; status -1 for the unsupported ones."""
-    types = np.unique(linktype).tolist()
+    types = distinct(linktype)
     if len(types) == 1 and types[0] in link.SUPPORTED:
         return link.network_layer(data, off, caplen, types[0])
     n = len(off)

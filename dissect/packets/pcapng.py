@@ -14,6 +14,7 @@ from typing import BinaryIO, Iterator, NamedTuple
 import numpy as np
 
 from kafkatap.dissect import native
+from kafkatap.dissect.packets.arrays import distinct
 from kafkatap.dissect.packets.pcap import (CHUNK_SIZE, MAX_FRAME, Anomaly, CaptureFormatError, CaptureReader, Chunk,
                                            read_on)
 
@@ -185,7 +186,7 @@ class PcapngReader(CaptureReader):
         untimed = packets.untimed
         ts_us = np.zeros(len(iface), np.int64)
         linktype = np.zeros(len(iface), np.int64)
-        for i in np.unique(iface).tolist():
+        for i in distinct(iface):
             sel = iface == i
             linktype[sel] = self.interfaces[i].linktype
             ts_us[sel] = to_us(raw[sel], self.interfaces[i])

@@ -5,12 +5,19 @@ every other segment, and every segment while some stream has a hole, goes throug
 pure-Python loop."""
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.ref cimport Py_INCREF
+from cpython.tuple cimport PyTuple_SET_ITEM
 from libc.stdint cimport int64_t
+
+from kafkatap.dissect.streams._conn cimport Conn, Half
 
 from kafkatap.dissect.packets.tcp import ACK, FIN, RST, SYN
 from kafkatap.dissect.streams.reassembly import TAIL, Where
 
-cdef object _new = tuple.__new__
+cdef extern from "Python.h":
+    ctypedef struct PyTypeObject
+    object PyType_GenericAlloc(PyTypeObject* type, Py_ssize_t nitems)
+
 cdef object _Where = Where
 cdef int64_t _TAIL = TAIL, _ACK = ACK, _NOT_USUAL = SYN | FIN | RST
 
@@ -45,13 +52,14 @@ def deliver(reasm, bytes buf, Py_ssize_t index0, Py_ssize_t frames, cols, acks):
 cdef bint _usual(reasm, tuple found, int64_t idx, int64_t ts, int64_t seq, int64_t flags, bytes payload,
                  int64_t pl) except -1:
     """Place the segment if it is the usual case (what Reassembler.segment's inlined branch does), else False."""
-    conn, side = found
+    cdef Conn conn = <Conn> found[0]
+    cdef int side = found[1]
     if conn.closed or conn.ignored or not conn.opened:
         return False
-    halves = conn.halves
-    if flags & _ACK and halves[1 - side].starts:
+    cdef tuple halves = conn.halves
+    if flags & _ACK and (<Half> halves[1 - side]).starts:
         return False
-    half = halves[side]
+    cdef Half half = <Half> halves[side]
     base = half.base
     if base is None or half.starts:
         return False
@@ -67,6 +75,21 @@ cdef bint _usual(reasm, tuple found, int64_t idx, int64_t ts, int64_t seq, int64
     half.pos = pos + pl
     half.tail = payload if pl <= _TAIL else payload[pl - _TAIL:]
     reasm.payload_bytes += pl
-    if reasm.sink.on_data(conn, side, ts, payload, _new(_Where, (reasm.file, idx, ts))) is False:
+    if reasm.sink.on_data(conn, side, ts, payload, _where(reasm.file, idx, ts)) is False:
         reasm._ignore(conn)
     return True
+
+
+cdef object _where(file, int64_t idx, int64_t ts):
+    """Where(file, idx, ts), built as tuple.__new__ builds a tuple subclass (allocate, fill), without its argument
+    tuple and the call through Python: one is made for every segment."""
+    cdef object where = PyType_GenericAlloc(<PyTypeObject*> _Where, 3)
+    _put(where, 0, file)
+    _put(where, 1, idx)
+    _put(where, 2, ts)
+    return where
+
+
+cdef inline void _put(object where, Py_ssize_t i, object value):
+    Py_INCREF(value)
+    PyTuple_SET_ITEM(where, i, value)

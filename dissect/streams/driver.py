@@ -18,6 +18,7 @@ import numpy as np
 from kafkatap.dissect import native
 from kafkatap.dissect.packets import frames as fr
 from kafkatap.dissect.packets import ip, tcp
+from kafkatap.dissect.packets.arrays import distinct
 from kafkatap.dissect.packets.files import first_ts_us, open_capture
 from kafkatap.dissect.packets.pcap import CHUNK_SIZE, CaptureFormatError, Chunk, PcapReader
 from kafkatap.dissect.packets.pcapng import PcapngReader
@@ -251,7 +252,7 @@ class Driver:
     def unknown_link(self, c: Chunk, frames: np.ndarray, at: _Numbering) -> None:
         """Frames of link types the dissector does not parse: skipped, and said once per link type and file."""
         types = c.linktype[frames]
-        for lt in np.unique(types).tolist():
+        for lt in distinct(types):
             sel = frames[types == lt]
             nbytes = int(c.caplen[sel].sum())
             self.skip("unknown_link_type", nbytes)

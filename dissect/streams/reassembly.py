@@ -11,6 +11,7 @@ from __future__ import annotations
 from bisect import bisect_right, insort
 from typing import Any, Callable, NamedTuple, Protocol
 
+from kafkatap.dissect import native
 from kafkatap.dissect.packets.ip import address
 from kafkatap.dissect.packets.tcp import ACK, FIN, RST, SYN
 
@@ -79,6 +80,11 @@ class _Half:
         self.fin_pos: int | None = None
         self.tail = b""
         self.strays = 0  # consecutive segments out of the window
+
+
+_compiled = native.extension("kafkatap.dissect.streams._conn")
+if native.compiled and _compiled is not None:  # their compiled twins, whose fields the compiled driver reads in C
+    Conn, _Half = _compiled.Conn, _compiled.Half  # type: ignore[misc]
 
 
 def _len(piece: bytes | int) -> int:

@@ -21,6 +21,7 @@ from typing import BinaryIO, NamedTuple
 import numpy as np
 
 from kafkatap.dissect.packets import frames as fr
+from kafkatap.dissect.packets.arrays import distinct
 from kafkatap.dissect.packets.pcap import CHUNK_SIZE, Chunk
 from kafkatap.dissect.packets.splits import Outcome, Split
 from kafkatap.dissect.streams.driver import Driver, PacketStats
@@ -100,7 +101,7 @@ class SplitTask:
             owner[cols.index] = owners(cols.src_hi, cols.src_lo, cols.dst_hi, cols.dst_lo, cols.ports, self.parts)
         everyone = f.verdict == fr.SLOW
         problems = np.isin(f.verdict, PROBLEMS) | (c.caplen < c.origlen)
-        parts = set(range(self.parts)) if everyone.any() else set(np.unique(owner[owner >= 0]).tolist())
+        parts = set(range(self.parts)) if everyone.any() else set(distinct(owner[owner >= 0]))
         if problems.any():
             parts.add(0)
         for part in sorted(parts):

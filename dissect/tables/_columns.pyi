@@ -1,8 +1,13 @@
-"""Stub of the compiled twin of writer.columns, and of the row-at-a-time Builder (_columns.pyx)."""
+"""Stub of the compiled twins of writer.columns, writer.add and writer.extend, and of the row-at-a-time Builder
+(_columns.pyx)."""
 
 import pyarrow as pa
 
+from kafkatap.dissect.tables.writer import TableWriter
+
 def columns(rows: list[tuple], row_type: pa.StructType) -> list[pa.Array]: ...
+def add(writer: TableWriter, row: tuple, nbytes: int = 0) -> None: ...
+def extend(writer: TableWriter, rows: list[tuple]) -> None: ...
 def builder(row_type: pa.StructType) -> Builder | None: ...
 
 class Builder:

@@ -1,9 +1,9 @@
 # cython: language_level=3, boundscheck=True, wraparound=False
-"""Compiled twin of writer.columns: a row group's tuples into Arrow arrays, one C loop per column writing Arrow's
-buffers (validity bits, values or offsets and data) instead of pyarrow's per-value conversion of a struct array.
-`Builder` does the same a row at a time, as each row is added: its values are copied while the tuple is still in
-the CPU's cache and the tuple is freed at once, where a pass per column over a row group's kept tuples misses the
-cache on every row (it took a fifth of a chatty run's time).
+"""Compiled twins of writer.columns, writer.add and writer.extend. columns: a row group's tuples into Arrow arrays,
+one C loop per column writing Arrow's buffers (validity bits, values or offsets and data) instead of pyarrow's
+per-value conversion of a struct array. `Builder` does the same a row at a time, as each row is added: its values
+are copied while the tuple is still in the CPU's cache and the tuple is freed at once, where a pass per column over
+a row group's kept tuples misses the cache on every row (it took a fifth of a chatty run's time).
 
 It takes only what the dissector's rows hold: exact ints (in the column's range), str, bytes, bool, None, and tuples or
 lists of str for list<string>. Any other value, or a column type it does not know, sends the whole row group (for
@@ -252,6 +252,38 @@ cdef bytes _bytes(Buf* b):
     return b.p[:b.size] if b.size else b""
 
 
+cdef Py_ssize_t _ROW_GROUP_ROWS = writer.ROW_GROUP_ROWS  # set before writer imports this module
+cdef Py_ssize_t _ROW_GROUP_BYTES = writer.ROW_GROUP_BYTES
+
+
+def add(writer, row, Py_ssize_t nbytes=0):
+    """Compiled twin of writer.add (the same rules, read here in C; called for every frames/ row)."""
+    builder, rows = writer.builder, writer.rows
+    if rows or builder is None or not (<Builder> builder).take(row):
+        rows.append(row)
+    if nbytes:
+        writer.pending_bytes += nbytes
+        if writer.pending_bytes >= _ROW_GROUP_BYTES:
+            writer.flush()
+            return
+    if len(rows) + ((<Builder> builder).rows if builder is not None else 0) >= _ROW_GROUP_ROWS:
+        writer.flush()
+
+
+def extend(writer, list rows):
+    """Compiled twin of writer.extend (called for every partition's batches/ rows)."""
+    builder = writer.builder
+    cdef Py_ssize_t taken
+    if builder is None or writer.rows:
+        writer.rows += rows
+    else:
+        taken = (<Builder> builder).extend(rows)
+        if taken < len(rows):
+            writer.rows += rows[taken:]
+    if len(writer.rows) + ((<Builder> builder).rows if builder is not None else 0) >= _ROW_GROUP_ROWS:
+        writer.flush()
+
+
 def builder(row_type):
     """A Builder for rows of row_type, or None when a column's type is not one this module writes."""
     kinds = _KINDS.get(row_type, False)
@@ -306,6 +338,9 @@ cdef class Builder:
 
     def add(self, row):
         """Write row into the columns (True), or leave them as they were when a value does not fit (False)."""
+        return self.take(row)
+
+    cdef bint take(self, object row) except -1:
         return PyTuple_CheckExact(row) and PyTuple_GET_SIZE(row) == self.width and self._add(row)
 
     def extend(self, list rows):

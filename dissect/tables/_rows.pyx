@@ -4,6 +4,9 @@ functions build them. The usual case is record data that splits cleanly (whole b
 batch), no records/ table asked for, and a decoded pair that is not a share api; anything else, before any row is
 written, goes to the pure-Python function."""
 
+from kafkatap.dissect.kafka._found cimport Found
+from kafkatap.dissect.kafka._state cimport ConnState, Request, Response
+
 from kafkatap.dissect.protocol import error_name
 from kafkatap.dissect.protocol.generated import APIS
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
@@ -14,6 +17,8 @@ from kafkatap.dissect.tables import rows as reference  # its names are looked up
 cdef dict _NAMES = {key: row[0] for key, row in APIS.items()}
 cdef tuple _NONE = (None,) * 11
 cdef int _PRODUCE = ApiKey.PRODUCE, _FETCH = ApiKey.FETCH
+cdef frozenset _FETCHES = frozenset({ApiKey.FETCH, ApiKey.SHARE_FETCH})  # rows.FETCHES, defined after rows imports us
+cdef dict _ERROR_NAMES = {}  # error code -> name, as met
 cdef object _split_batches = _split.split_batches
 cdef object _batch_rows = _batches.batch_rows
 
@@ -37,7 +42,7 @@ cdef list _clean(list partitions, Py_ssize_t data_at, bint final):
     return out
 
 
-def request(rows, st, req, where):
+def request(rows, ConnState st not None, Request req not None, where):
     if req.api_key != _PRODUCE:
         return
     partitions = req.body.rows
@@ -52,7 +57,9 @@ def request(rows, st, req, where):
     req.produce = produce
 
 
-def response(rows, st, req, resp, where):
+def response(rows, ConnState st not None, Request req not None, Response resp not None, where):
+    if req.api_key not in _FETCHES:
+        return
     if req.api_key != _FETCH:
         return reference.response(rows, st, req, resp, where)
     partitions = resp.body.rows
@@ -71,13 +78,13 @@ def response(rows, st, req, resp, where):
             extend(_batch_rows(carrier + (topic, topic_id, partition), batches, tail, None))
 
 
-def frame(rows, st, req, resp, where, unpaired=False):
+def frame(rows, ConnState st not None, Request req not None, Response resp, where, unpaired=False):
     if unpaired or resp is None:
         return reference.frame(rows, st, req, resp, where, unpaired)
     qbody, rbody, api_key = req.body, resp.body, req.api_key
     name = _NAMES.get(api_key)
     if (qbody is None or rbody is None or name is None or req.error is not None or resp.error is not None
-            or not req.known or api_key in reference.SHARE_APIS):
+            or not req.known or api_key in reference.SHARE_APIS or qbody[3] is None or rbody[3] is None):
         return reference.frame(rows, st, req, resp, where, unpaired)
     messages, statuses = rows.messages, rows.statuses
     messages[name] = messages.get(name, 0) + 1
@@ -88,8 +95,9 @@ def frame(rows, st, req, resp, where, unpaired=False):
         else:
             _produce_batches(rows, req, st, rbody)
     statuses["ok"] = statuses.get("ok", 0) + 1
-    qfound, rfound, rf = qbody.found, rbody.found, rbody.top
-    qf = qfound.fields
+    cdef tuple qb = <tuple> qbody, rb = <tuple> rbody  # Body: end, message, json, found, top, rows
+    cdef Found qfound = qb[3], rfound = rb[3]
+    cdef dict qf = qfound.fields, rf = rb[4]
     code = rf.get("error_code")
     if not code:
         code = rfound.first_error or (0 if rfound.has_error else None)
@@ -97,14 +105,24 @@ def frame(rows, st, req, resp, where, unpaired=False):
         topics = rows.topic_list(qfound, rfound)
     else:
         topics = tuple(dict.fromkeys(qfound.topics + rfound.topics)) or None
-    request_json, response_json = qbody.json, rbody.json
+    request_json, response_json = qb[2], rb[2]
+    cdef tuple entities = _NONE
+    if qf or len(rf) > ("throttle_time_ms" in rf) + ("error_code" in rf):
+        entities = reference._entities(qf, rf)
     rows.frames.add((
         st.conn_id, st.client_addr, st.broker_addr, req.ts, resp_ts, resp_ts - req.ts, api_key, name,
         req.api_version, req.correlation_id, req.client_id, req.size, resp.size, code,
-        error_name(code) if code is not None else None, "ok",
-    ) + (reference._entities(qf, rf) if qf or len(rf) > ("throttle_time_ms" in rf) + ("error_code" in rf)
-         else _NONE) + (topics, rf.get("throttle_time_ms"), None, request_json, response_json, st.tls_version),
+        _error_name(code) if code is not None else None, "ok", entities[0], entities[1], entities[2], entities[3],
+        entities[4], entities[5], entities[6], entities[7], entities[8], entities[9], entities[10], topics,
+        rf.get("throttle_time_ms"), None, request_json, response_json, st.tls_version),
         len(request_json) + len(response_json))
+
+
+cdef object _error_name(code):
+    name = _ERROR_NAMES.get(code)
+    if name is None:
+        name = _ERROR_NAMES[code] = error_name(code)
+    return name
 
 
 cdef bint _control(list produce):
@@ -116,7 +134,7 @@ cdef bint _control(list produce):
     return False
 
 
-cdef _produce_batches(rows, req, st, rbody):
+cdef _produce_batches(rows, Request req, ConnState st, rbody):
     """Rows.produce_batches for batches without a control batch (nothing to report, so no reporter is built)."""
     results = {(name or topic_id, index): (error, base_offset) for name, topic_id, index, error, base_offset
                in rbody.rows}

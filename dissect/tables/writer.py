@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import Future, ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 
 import pyarrow as pa
@@ -35,6 +36,34 @@ def columns(rows: list[tuple], row_type: pa.StructType) -> list[pa.Array]:
     return pa.array(rows, type=row_type).flatten()
 
 
+def add(writer: TableWriter, row: tuple, nbytes: int = 0) -> None:
+    """TableWriter.add: the row into the builder, or kept as a tuple once one was refused; a row group is written
+    when it holds ROW_GROUP_ROWS rows or its large cells pass ROW_GROUP_BYTES."""
+    builder, rows = writer.builder, writer.rows
+    if rows or builder is None or not builder.add(row):
+        rows.append(row)
+    if nbytes:
+        writer.pending_bytes += nbytes
+        if writer.pending_bytes >= ROW_GROUP_BYTES:
+            writer.flush()
+            return
+    if len(rows) + (builder.rows if builder is not None else 0) >= ROW_GROUP_ROWS:
+        writer.flush()
+
+
+def extend(writer: TableWriter, rows: list[tuple]) -> None:
+    """TableWriter.extend: add for rows without large cells."""
+    builder = writer.builder
+    if builder is None or writer.rows:
+        writer.rows += rows
+    else:
+        taken = builder.extend(rows)
+        if taken < len(rows):
+            writer.rows += rows[taken:]
+    if len(writer.rows) + (builder.rows if builder is not None else 0) >= ROW_GROUP_ROWS:
+        writer.flush()
+
+
 def part_name(part: int) -> str:
     """Each worker of a run writes its own part of every table."""
     return f"part-{part:05d}.parquet"
@@ -44,7 +73,7 @@ class TableWriter:
     """Rows of one table to OUT/<name>/part-<part>.parquet."""
 
     __slots__ = ("name", "schema", "row_type", "path", "rows", "pending_bytes", "writer", "count", "published",
-                 "out_of_range", "columns", "builder", "pool", "pending")
+                 "out_of_range", "columns", "builder", "pool", "pending", "add", "extend")
 
     def __init__(self, out_dir: Path, name: str, schema: pa.Schema, part: int = 0,
                  pool: ThreadPoolExecutor | None = None) -> None:
@@ -53,6 +82,10 @@ class TableWriter:
         self.row_type = pa.struct(list(schema))
         self.columns = native.pick(columns, _compiled)
         self.builder = _compiled.builder(self.row_type) if native.compiled and _compiled is not None else None
+        self.add = partial(native.pick(add, _compiled), self)
+        """Append one row; nbytes is the size of its large cells, if any, for the memory bound."""
+        self.extend = partial(native.pick(extend, _compiled), self)
+        """Append rows without large cells (one call for a partition's batches instead of one per batch)."""
         directory = out_dir / name
         directory.mkdir(parents=True, exist_ok=True)
         self.path = directory / part_name(part)
@@ -64,31 +97,6 @@ class TableWriter:
         self.pool = pool  # the thread the row groups are written on (None: this one)
         self.pending: Future | None = None  # the row group being written there
         self.writer = pq.ParquetWriter(_writing(self.path), schema, compression="zstd")
-
-    def add(self, row: tuple, nbytes: int = 0) -> None:
-        """Append one row; nbytes is the size of its large cells, if any, for the memory bound."""
-        builder, rows = self.builder, self.rows
-        if rows or builder is None or not builder.add(row):
-            rows.append(row)
-        if nbytes:
-            self.pending_bytes += nbytes
-            if self.pending_bytes >= ROW_GROUP_BYTES:
-                self.flush()
-                return
-        if len(rows) + (builder.rows if builder is not None else 0) >= ROW_GROUP_ROWS:
-            self.flush()
-
-    def extend(self, rows: list[tuple]) -> None:
-        """Append rows without large cells (one call for a partition's batches instead of one per batch)."""
-        builder = self.builder
-        if builder is None or self.rows:
-            self.rows += rows
-        else:
-            taken = builder.extend(rows)
-            if taken < len(rows):
-                self.rows += rows[taken:]
-        if len(self.rows) + (builder.rows if builder is not None else 0) >= ROW_GROUP_ROWS:
-            self.flush()
 
     def flush(self) -> None:
         """Write what was added as row groups: the builder's rows, then the rows kept as tuples (which came after)."""

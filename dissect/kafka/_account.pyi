@@ -1,0 +1,3 @@
+"""Stub of the compiled twin of account.Account (_account.pyx)."""
+
+from kafkatap.dissect.kafka.account import Account as Account

@@ -1,0 +1,3 @@
+"""Stub of the compiled base class of framing.Framer (_framing.pyx)."""
+
+class FramerFields: ...

@@ -1,0 +1,17 @@
+# Declarations of the compiled twins of state.Request and state.Response, so the compiled message path
+# (_exchange.pyx, _rows.pyx) reads and writes their fields as C struct members instead of by attribute lookup.
+
+cdef class Request:
+    cdef public object seq, ts, size, client_id, body, error, produce
+    cdef public int api_key, api_version, correlation_id
+    cdef public bint known
+
+
+cdef class Response:
+    cdef public object ts, size, body, error
+
+
+cdef class ConnState:
+    cdef public object conn_id, client_addr, broker_addr, client_side, kind, framers, skips, req_sync, resp_sync
+    cdef public object inflight, orphans, sasl, account, probe, probe_bytes, tls, tls_version
+    cdef public long long seq

@@ -1,0 +1,10 @@
+# Declarations of the compiled twins of reassembly.Conn and reassembly._Half, so the compiled driver (_driver.pyx)
+# and Kafka sink (_sink.pyx) read and write their fields as C struct members instead of by attribute lookup.
+
+cdef class Half:
+    cdef public object base, isn, pos, starts, pending, pending_bytes, fin_pos, tail, strays
+
+
+cdef class Conn:
+    cdef public object conn_key, addr, first_ts_us, state, halves, last_ts_us
+    cdef public bint syn_seen, opened, closed, ignored

@@ -1,0 +1,95 @@
+"""The compiled twins of the dissector's per-connection and per-message classes (reassembly.Conn and _Half,
+state.Request, Response and ConnState, extract.Found, account.Account, and framing.Framer's compiled base) are the
+pure-Python classes with C-level fields: the same fields, the same values after construction, and the same behaviour
+seen from Python (which the rare paths, written once in Python, rely on)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from kafkatap.dissect import native
+
+pytestmark = pytest.mark.skipif(not native.compiled, reason="the compiled core is not running")
+
+FIELDS = """
+import json
+from kafkatap.dissect.kafka.account import Account
+from kafkatap.dissect.kafka.extract import Found
+from kafkatap.dissect.kafka.framing import Framer
+from kafkatap.dissect.kafka.plausible import RequestSync
+from kafkatap.dissect.kafka.state import ConnState, Request, Response
+from kafkatap.dissect.streams.reassembly import Conn
+
+def fields(obj, names):
+    return {name: repr(getattr(obj, name)) for name in names}
+
+conn = Conn((1, 2, 3, 4, 5), (("10.0.0.1", 5000), ("10.0.0.2", 9092)), True, 1700000000000000)
+st = ConnState()
+account = Account()
+account.seen(0, 10)
+account.decoded(0, 6)
+account.skipped(0, "resync", 3)
+account.skipped(0, "trailing_bytes", 1)
+account.skipped(0, "resync", 2)
+account.lost(1, 7)
+account.skipped(1, "tls", 5)
+framer = Framer(RequestSync(), print, anchored=True)
+print(json.dumps({
+    "Conn": fields(conn, ("conn_key", "addr", "syn_seen", "first_ts_us", "state", "opened", "closed", "ignored",
+                          "last_ts_us")) | {"repr": repr(conn), "halves": len(conn.halves)},
+    "Half": fields(conn.halves[0], ("base", "isn", "pos", "starts", "pending", "pending_bytes", "fin_pos", "tail",
+                                    "strays")),
+    "Request": fields(Request(7, 1700000000000001, 120, 0, 9, 42), ("seq", "ts", "size", "api_key", "api_version",
+                      "correlation_id", "client_id", "body", "error", "known", "produce")),
+    "Response": fields(Response(1700000000000002, 80), ("ts", "size", "body", "error")),
+    "ConnState": fields(st, ("conn_id", "client_addr", "broker_addr", "client_side", "kind", "framers", "skips",
+                             "seq", "probe", "probe_bytes", "tls", "tls_version"))
+                 | {name: type(getattr(st, name)).__name__ for name in ("req_sync", "resp_sync", "inflight",
+                                                                         "orphans", "sasl", "account")},
+    "Found": fields(Found(), ("fields", "topics", "topic_ids", "id_names", "first_error", "has_error")),
+    "Account": {"balances": [account.balance(0), account.balance(1)], "tls": account.total("tls"),
+                "resync": account.total("resync")},
+    "Framer": fields(framer, ("buf", "buf_ts", "offset", "synced", "anchored", "skip", "skip_reason", "need"))
+              | {"frames": repr(framer.feed(5, b"\\0\\0\\0\\x0c" + bytes(12), None))},
+}))
+"""
+
+
+def constructed(pure: bool) -> dict:
+    env = {k: v for k, v in os.environ.items() if k != native.ENV}
+    if pure:
+        env[native.ENV] = "1"
+    out = subprocess.run([sys.executable, "-c", FIELDS], env=env, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
+def test_twins_are_constructed_like_the_pure_classes() -> None:
+    assert constructed(pure=False) == constructed(pure=True)
+
+
+def test_twins_are_the_classes_the_dissector_uses() -> None:
+    from kafkatap.dissect.kafka import account, extract, framing, state
+    from kafkatap.dissect.streams import reassembly
+
+    for cls in (reassembly.Conn, reassembly._Half, state.Request, state.Response, state.ConnState, extract.Found,
+                account.Account, framing.Framer.__base__):
+        assert cls.__module__.split(".")[-1].startswith("_"), cls
+
+
+def test_fields_behave_as_python_attributes() -> None:
+    from kafkatap.dissect.kafka.state import Request
+
+    req = Request(1, 2, 3, 0, 9, 42)
+    req.known = False
+    req.produce = [("t", None, 0, [])]
+    req.error = "decode_error"
+    assert (req.known, req.produce, req.error) == (False, [("t", None, 0, [])], "decode_error")
+    with pytest.raises(AttributeError):
+        req.not_a_field = 1  # no __dict__, as with the pure classes' __slots__
+    with pytest.raises(TypeError):
+        req.api_key = None  # an int16 on the wire: the twin keeps it as a C int
