@@ -8,17 +8,18 @@ from kafkatap.dissect.kafka._found cimport Found
 from kafkatap.dissect.kafka._state cimport ConnState, Request, Response
 
 from kafkatap.dissect.protocol import error_name
+from kafkatap.dissect.protocol.generated.errors import ERRORS
 from kafkatap.dissect.protocol.generated import APIS
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 from kafkatap.dissect.records import _split
 from kafkatap.dissect.tables import _batches
-from kafkatap.dissect.tables import rows as reference  # its names are looked up at call time: it imports this module
+from kafkatap.dissect.tables import rows as reference  # it imports this: names defined after that are read per call
 
 cdef dict _NAMES = {key: row[0] for key, row in APIS.items()}
-cdef tuple _NONE = (None,) * 11
+cdef tuple _NONE = reference._NONE
 cdef int _PRODUCE = ApiKey.PRODUCE, _FETCH = ApiKey.FETCH
-cdef frozenset _FETCHES = frozenset({ApiKey.FETCH, ApiKey.SHARE_FETCH})  # rows.FETCHES, defined after rows imports us
-cdef dict _ERROR_NAMES = {}  # error code -> name, as met
+cdef frozenset _FETCHES = reference.FETCHES
+cdef dict _ERRORS = ERRORS
 cdef object _split_batches = _split.split_batches
 cdef object _batch_rows = _batches.batch_rows
 
@@ -58,7 +59,7 @@ def request(rows, ConnState st not None, Request req not None, where):
 
 
 def response(rows, ConnState st not None, Request req not None, Response resp not None, where):
-    if req.api_key not in _FETCHES:
+    if req.api_key not in _FETCHES:  # no rows of its own
         return
     if req.api_key != _FETCH:
         return reference.response(rows, st, req, resp, where)
@@ -119,10 +120,8 @@ def frame(rows, ConnState st not None, Request req not None, Response resp, wher
 
 
 cdef object _error_name(code):
-    name = _ERROR_NAMES.get(code)
-    if name is None:
-        name = _ERROR_NAMES[code] = error_name(code)
-    return name
+    """error_name without a Python call for the known codes."""
+    return _ERRORS.get(code) or error_name(code)
 
 
 cdef bint _control(list produce):

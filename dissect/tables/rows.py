@@ -23,6 +23,10 @@ from kafkatap.dissect.tables import batches as bt
 from kafkatap.dissect.tables.batches import Problem
 from kafkatap.dissect.tables.writer import Output
 
+_NONE = (None,) * 11
+SHARE_APIS = (ApiKey.SHARE_FETCH, ApiKey.SHARE_ACKNOWLEDGE)
+FETCHES = frozenset({ApiKey.FETCH, ApiKey.SHARE_FETCH})
+# Defined before the compiled twins are imported: _rows.pyx reads them at its import.
 _compiled = native.extension("kafkatap.dissect.tables._rows")
 _compiled_batches = native.extension("kafkatap.dissect.tables._batches")
 
@@ -229,10 +233,7 @@ def frame(rows: Rows, st: ConnState, req: Request, resp: Response | None, where:
     ), len(request_json or "") + len(response_json or ""))
 
 
-_NONE = (None,) * 11
 _EMPTY: dict = {}
-SHARE_APIS = (ApiKey.SHARE_FETCH, ApiKey.SHARE_ACKNOWLEDGE)
-FETCHES = frozenset({ApiKey.FETCH, ApiKey.SHARE_FETCH})
 
 
 def _entities(qf: dict, rf: dict) -> tuple:
