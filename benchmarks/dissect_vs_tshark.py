@@ -13,11 +13,14 @@ bytes), rebuilding packets (Ethernet/IPv4/TCP) around the captured payloads and 
 Both tools get the same fields: frame time, TCP stream, api_key, api_version, correlation_id and error code(s)
 (kafkatap writes all its tables regardless). Each runs under a probe process: wall time, the probe's RUSAGE_CHILDREN
 the CPU seconds of the whole run and the peak RSS of its largest process. `dissect` is the default single process,
-`dissect_2_workers` adds --workers 2; the three alternate for --runs rounds and each figure is the median (peak RSS:
-the largest). Usage:
+`dissect_2_workers` adds --workers 2; `floor` is the least any Python run writing Parquet could take on the file
+(the interpreter with numpy and pyarrow, and the file read once and checksummed: `_FLOOR`), to set beside tshark's
+time / 5. The commands alternate for --runs rounds and each figure is the median (peak RSS: the largest). `--cache
+cold` evicts the capture from the page cache before every run (posix_fadvise DONTNEED), so each command reads it from
+the disk, as a capture bigger than the machine's memory is read. Usage:
 
     python benchmarks/dissect_vs_tshark.py [--workdir /tmp/kt-bench] [--bulk-mb 550] [--chatty-mb 120] [--runs 3]
-        [--shapes loopback,mss]
+        [--shapes loopback,mss] [--cache warm,cold]
 
 `--profile chatty` (or bulk) makes that capture the same way, in the first of --shapes, then runs dissect on it
 in-process under cProfile and prints the functions by own CPU time instead of benchmarking (profiled time is about
@@ -202,9 +205,15 @@ def replicate(source: Path, target: Path, target_mb: float, mss: int | None) -> 
 # ---- measuring --------------------------------------------------------------------------------------------------
 
 _PROBE = """
-import json, resource, subprocess, sys, time
+import json, os, resource, subprocess, sys, time
+cmd = sys.argv[1:]
+if cmd[0] == "--cold":  # evict the capture from the page cache first: the run reads it from the disk
+    fd = os.open(cmd[1], os.O_RDONLY)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    os.close(fd)
+    cmd = cmd[2:]
 start = time.perf_counter()
-subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL)
+subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
 wall = time.perf_counter() - start
 u = resource.getrusage(resource.RUSAGE_CHILDREN)
 print(json.dumps({"wall": wall, "cpu": u.ru_utime + u.ru_stime, "rss_mb": u.ru_maxrss / 1024}))
@@ -216,29 +225,49 @@ INSTALLED_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYT
 PYTHONDONTWRITEBYTECODE set, as in some shells and containers, every run would compile the package's sources)."""
 
 
-def measure(cmd: list[str]) -> dict:
+_FLOOR = """
+import sys
+import numpy, pyarrow.parquet
+from crc32c import crc32c
+buf = bytearray(16 << 20)
+with open(sys.argv[1], "rb", buffering=0) as f:
+    while n := f.readinto(buf):
+        crc32c(memoryview(buf)[:n])
+"""
+"""The floor of any run on a capture that writes Parquet from Python: the interpreter with numpy and pyarrow imported,
+and every byte of the file read once and checksummed (each record batch's CRC covers nearly all of its bytes). No
+parsing, no output: a run cannot take less than this."""
+
+
+def measure(cmd: list[str], cold: Path | None = None) -> dict:
     """Wall seconds, CPU seconds (all processes of the run) and peak RSS (largest process) of one command, run
-    under a fresh probe process so each measurement's rusage covers that command alone."""
-    out = subprocess.run([PYTHON, "-c", _PROBE, *cmd], check=True, capture_output=True, text=True, env=INSTALLED_ENV)
+    under a fresh probe process so each measurement's rusage covers that command alone; cold: evict this file from
+    the page cache first."""
+    evict = ["--cold", str(cold)] if cold is not None else []
+    out = subprocess.run([PYTHON, "-c", _PROBE, *evict, *cmd], check=True, capture_output=True, text=True,
+                         env=INSTALLED_ENV)
     return json.loads(out.stdout)
 
 
-def bench(capture: Path, shape: str, packets: int, workdir: Path, skip_tshark: bool, rounds: int) -> dict:
-    """Run dissect, dissect --workers 2 and tshark in turn, rounds times; medians of wall and CPU, largest RSS."""
+def bench(capture: Path, shape: str, packets: int, workdir: Path, skip_tshark: bool, rounds: int,
+          cold: bool = False) -> dict:
+    """Run dissect, dissect --workers 2, tshark and the floor in turn, rounds times; medians of wall and CPU,
+    largest RSS. cold: each run reads the capture from the disk, not the page cache."""
     size_mb = capture.stat().st_size / 1e6
     out = workdir / f"{capture.stem}-out"
     row: dict = {"shape": shape, "capture": capture.name, "mb": round(size_mb, 1), "packets": packets,
-                 "runs": rounds}
+                 "runs": rounds, "cache": "cold" if cold else "warm"}
     dissect = [PYTHON, "-m", "kafkatap.dissect", str(capture), "-o", str(out), "--port", str(PORT), "-q"]
     runs = {"dissect": dissect, "dissect_2_workers": dissect + ["--workers", "2"]}
     if not skip_tshark:
         runs["tshark"] = ["tshark", "-r", str(capture), "-d", f"tcp.port=={PORT},kafka", "-Y", "kafka",
                           "-T", "fields", *sum((["-e", f] for f in FIELDS), []), "-E", "occurrence=a"]
+    runs["floor"] = [PYTHON, "-c", _FLOOR, str(capture)]
     seen: dict[str, list[dict]] = {name: [] for name in runs}
     measure(dissect)  # untimed: writes the bytecode cache an editable install lacks until its first run
     for _ in range(rounds):
         for name, cmd in runs.items():
-            seen[name].append(measure(cmd))
+            seen[name].append(measure(cmd, capture if cold else None))
     for name, ms in seen.items():
         wall = statistics.median(m["wall"] for m in ms)
         cpu = statistics.median(m["cpu"] for m in ms)
@@ -255,17 +284,19 @@ def bench(capture: Path, shape: str, packets: int, workdir: Path, skip_tshark: b
 
 def table(results: list[dict]) -> str:
     """The results as a fixed-width table: medians in seconds, peak RSS in MB, ratios tshark / single dissect."""
-    head = ["shape", "capture", "MB", "packets", "kt wall", "kt CPU", "kt RSS", "2w wall", "2w CPU",
-            "ts wall", "ts CPU", "ts RSS", "x wall", "x CPU"]
+    head = ["shape", "capture", "cache", "MB", "packets", "kt wall", "kt CPU", "kt RSS", "2w wall", "2w CPU",
+            "ts wall", "ts CPU", "ts RSS", "x wall", "x CPU", "floor", "ts/5"]
     lines = [head]
     for r in results:
         d, w, t = r["dissect"], r["dissect_2_workers"], r.get("tshark", {})
-        lines.append([r["shape"], r["capture"], f"{r['mb']:.1f}", f"{r['packets']:,}", f"{d['wall_s']:.2f}",
-                      f"{d['cpu_s']:.2f}", f"{d['peak_rss_mb']}", f"{w['wall_s']:.2f}", f"{w['cpu_s']:.2f}",
-                      f"{t.get('wall_s', '-')}", f"{t.get('cpu_s', '-')}", f"{t.get('peak_rss_mb', '-')}",
-                      f"{r.get('speedup_wall', '-')}", f"{r.get('speedup_cpu', '-')}"])
+        target = f"{t['wall_s'] / 5:.2f}" if t else "-"
+        lines.append([r["shape"], r["capture"], r["cache"], f"{r['mb']:.1f}", f"{r['packets']:,}",
+                      f"{d['wall_s']:.2f}", f"{d['cpu_s']:.2f}", f"{d['peak_rss_mb']}", f"{w['wall_s']:.2f}",
+                      f"{w['cpu_s']:.2f}", f"{t.get('wall_s', '-')}", f"{t.get('cpu_s', '-')}",
+                      f"{t.get('peak_rss_mb', '-')}", f"{r.get('speedup_wall', '-')}", f"{r.get('speedup_cpu', '-')}",
+                      f"{r['floor']['wall_s']:.2f}", target])
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
-    return "\n".join("  ".join(c.rjust(n) if i > 1 else c.ljust(n) for i, (c, n) in enumerate(zip(line, widths)))
+    return "\n".join("  ".join(c.rjust(n) if i > 2 else c.ljust(n) for i, (c, n) in enumerate(zip(line, widths)))
                      for line in lines)
 
 
@@ -288,8 +319,10 @@ def main() -> int:
     p.add_argument("--workdir", default="/tmp/kt-bench")
     p.add_argument("--bulk-mb", type=float, default=550)
     p.add_argument("--chatty-mb", type=float, default=120)
-    p.add_argument("--runs", type=int, default=3, help="alternating rounds of the three commands (median of them)")
+    p.add_argument("--runs", type=int, default=3, help="alternating rounds of the commands (median of them)")
     p.add_argument("--shapes", default="loopback,mss", help="comma-separated, of: " + ", ".join(SHAPES))
+    p.add_argument("--cache", default="warm", help="comma-separated, of: warm (the capture in the page cache), "
+                   "cold (evicted before each run, so read from the disk)")
     p.add_argument("--skip-tshark", action="store_true")
     p.add_argument("--profile", choices=["bulk", "chatty"], help="profile dissect on this capture instead")
     p.add_argument("--workload", help=argparse.SUPPRESS)
@@ -302,8 +335,9 @@ def main() -> int:
         print("needs tcpdump and tshark", file=sys.stderr)
         return 2
     shapes = args.shapes.split(",")
-    if not set(shapes) <= set(SHAPES) or args.runs < 1:
-        p.error(f"--shapes takes {', '.join(SHAPES)}; --runs at least 1")
+    caches = args.cache.split(",")
+    if not set(shapes) <= set(SHAPES) or not set(caches) <= {"warm", "cold"} or args.runs < 1:
+        p.error(f"--shapes takes {', '.join(SHAPES)}; --cache warm and/or cold; --runs at least 1")
     workdir = Path(args.workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     results = []
@@ -324,8 +358,9 @@ def main() -> int:
             if args.profile:
                 profile(capture, workdir)
                 return 0
-            results.append(bench(capture, shape, packets, workdir, args.skip_tshark, args.runs))
-            print(json.dumps(results[-1]), file=sys.stderr, flush=True)
+            for cache in caches:
+                results.append(bench(capture, shape, packets, workdir, args.skip_tshark, args.runs, cache == "cold"))
+                print(json.dumps(results[-1]), file=sys.stderr, flush=True)
     (workdir / "results.json").write_text(json.dumps(results, indent=1))
     print(table(results))
     return 0

@@ -18,9 +18,10 @@ import numpy as np
 from kafkatap.dissect import native
 from kafkatap.dissect.packets import frames as fr
 from kafkatap.dissect.packets import ip, tcp
+from kafkatap.dissect.packets.ahead import ReadAhead
 from kafkatap.dissect.packets.arrays import distinct
 from kafkatap.dissect.packets.files import first_ts_us, open_capture
-from kafkatap.dissect.packets.pcap import CHUNK_SIZE, CaptureFormatError, Chunk, PcapReader
+from kafkatap.dissect.packets.pcap import CHUNK_SIZE, Anomaly, CaptureFormatError, Chunk, PcapReader
 from kafkatap.dissect.packets.pcapng import PcapngReader
 from kafkatap.dissect.streams.reassembly import Conn, Reassembler, StreamSink, Where
 from kafkatap.dissect.streams.workers import owners
@@ -158,10 +159,11 @@ class Driver:
         self.start_file(path)
         size = os.path.getsize(path)  # now, while it is open: a live ring may delete it once read
         consumed = 0
+        ahead = ReadAhead(reader)
         try:
-            for chunk in reader.chunks():
+            for chunk, anomalies in ahead:
                 self.chunk(chunk)
-                self.file_anomalies(reader)
+                self.file_anomalies(anomalies)
                 consumed += chunk.nbytes
                 if self.progress:
                     self.progress(chunk.nbytes)
@@ -169,17 +171,17 @@ class Driver:
                 if self.stop():
                     self.stats.interrupted = True
                     return
-            self.file_anomalies(reader)
+            self.file_anomalies(ahead.rest)
         finally:
+            ahead.close()
             reader.close()
         if self.progress:
             self.progress(size - consumed)
 
-    def file_anomalies(self, reader: PcapReader | PcapngReader) -> None:
-        for a in reader.anomalies:
+    def file_anomalies(self, anomalies: list[Anomaly]) -> None:
+        for a in anomalies:
             self.report(a.kind, a.detail, Where(self.file, a.packet_index, self.stats.last_ts_us), a.nbytes)
             self.skip(a.kind, a.nbytes)
-        reader.anomalies.clear()
 
     def fragment_anomalies(self) -> None:
         for reason, nbytes in self.frags.dropped:
