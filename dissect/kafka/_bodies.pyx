@@ -9,12 +9,13 @@ result or the DecodeError: so results are the same either way, and errors always
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.ref cimport PyObject
+from cpython.ref cimport Py_INCREF, PyObject
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy
 
+from kafkatap.dissect.kafka._apis cimport MAX_API_KEYS, MAX_API_VERSIONS
 from kafkatap.dissect.kafka._found cimport Found
 
 from kafkatap.dissect.kafka import bodies, plans
@@ -132,8 +133,10 @@ cdef class Pass:
         return 0
 
 
-cdef dict _PLANS = {}  # (api_key, api_version, response) -> Plan, or None: the pure-Python reader
-cdef dict _RESPONSE_FLEXIBLE = {}  # (api_key, api_version) -> flexible response header
+# Indexed in C, where a dict needed a tuple key for every body: [response][api_key][api_version] -> the Plan, or None
+# for the pure-Python reader, once built (a reference held for the life of the process); NULL until then.
+cdef PyObject* _PLANS[2][MAX_API_KEYS][MAX_API_VERSIONS]
+cdef signed char _RESPONSE_FLEXIBLE[MAX_API_KEYS][MAX_API_VERSIONS]  # 1: a flexible response header, 2: not, 0: unknown
 cdef Pass _PASS = Pass()
 cdef object _new_body = tuple.__new__
 cdef object _Body = bodies.Body
@@ -156,7 +159,7 @@ def counts() -> tuple:
     return _in_one_pass, _handed_back
 
 
-def read_request(int api_key, int api_version, frame, Py_ssize_t pos):
+cpdef read_request(int api_key, int api_version, frame, Py_ssize_t pos):
     global _handed_back
     plan = _plan(api_key, api_version, False)
     if plan is not None and type(frame) is bytes and 0 <= pos <= PyBytes_GET_SIZE(frame):
@@ -167,15 +170,14 @@ def read_request(int api_key, int api_version, frame, Py_ssize_t pos):
     return _pure_request(api_key, api_version, frame, pos)
 
 
-def read_response(int api_key, int api_version, frame):
+cpdef read_response(int api_key, int api_version, frame):
     global _handed_back
     plan = _plan(api_key, api_version, True)
     if plan is not None and type(frame) is bytes:
-        flexible = _RESPONSE_FLEXIBLE.get((api_key, api_version))
-        if flexible is None:
-            flexible = _RESPONSE_FLEXIBLE[(api_key, api_version)] = response_header_version(api_key, api_version) == 1
+        if _RESPONSE_FLEXIBLE[api_key][api_version] == 0:  # in range: a plan was found
+            _RESPONSE_FLEXIBLE[api_key][api_version] = 1 if response_header_version(api_key, api_version) == 1 else 2
         pos = -1
-        if not flexible:
+        if _RESPONSE_FLEXIBLE[api_key][api_version] == 2:
             pos = 4
         elif PyBytes_GET_SIZE(frame) > 4 and (<const uint8_t*> PyBytes_AS_STRING(frame))[4] == 0:
             pos = 5
@@ -188,17 +190,18 @@ def read_response(int api_key, int api_version, frame):
 
 
 cdef object _plan(int api_key, int api_version, bint response):
-    key = (api_key, api_version, response)
-    try:
-        return _PLANS[key]
-    except KeyError:
-        pass
+    if not (0 <= api_key < MAX_API_KEYS and 0 <= api_version < MAX_API_VERSIONS):
+        return None  # no api has such a key or version: the pure-Python reader says so
+    cdef PyObject* built = _PLANS[response][api_key][api_version]
+    if built != NULL:
+        return <object> built
     plan = None
     if is_known(api_key, api_version):
         desc = plans.plan(api_key, api_version, response)
         if desc is not None:
             plan = Plan(desc, bodies.WANTED[response], bodies.TOP[response])
-    _PLANS[key] = plan
+    Py_INCREF(plan)
+    _PLANS[response][api_key][api_version] = <PyObject*> plan
     return plan
 
 

@@ -15,20 +15,31 @@ from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int16_t, int32_t, uint8_t, uint32_t
 
 from kafkatap.dissect.kafka._account cimport Account
+from kafkatap.dissect.kafka._apis cimport MAX_API_KEYS, MAX_API_VERSIONS
+from kafkatap.dissect.kafka._bodies cimport read_request as _read_request, read_response as _read_response
 from kafkatap.dissect.kafka._found cimport Found
 from kafkatap.dissect.kafka._state cimport ConnState, Request, Response
 
 from kafkatap.dissect.errors import DecodeError
-from kafkatap.dissect.kafka import _bodies, bodies
+from kafkatap.dissect.kafka import bodies
 from kafkatap.dissect.kafka.pairing import MAX_IN_FLIGHT
 from kafkatap.dissect.kafka.state import REQUEST, RESPONSE
 from kafkatap.dissect.protocol import registry
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 
-cdef dict _HEADER_VERSIONS = {key: version for key, version in registry.REQUEST_HEADER_VERSIONS.items()
-                              if registry.is_known(*key)}
-cdef object _read_request = _bodies.read_request
-cdef object _read_response = _bodies.read_response
+cdef signed char _HEADER_VERSIONS[MAX_API_KEYS][MAX_API_VERSIONS]  # a known api's request header version; 0: none
+
+
+cdef int _fill_header_versions() except -1:
+    """The registry's table as a C array: read for every request, where the dict needed a tuple key."""
+    cdef int key, version
+    for (key, version), header in registry.REQUEST_HEADER_VERSIONS.items():
+        if 0 <= key < MAX_API_KEYS and 0 <= version < MAX_API_VERSIONS and header and registry.is_known(key, version):
+            _HEADER_VERSIONS[key][version] = header
+    return 0
+
+
+_fill_header_versions()
 cdef frozenset _DICT_APIS = frozenset(bodies.DICT_APIS)
 cdef int _PRODUCE = ApiKey.PRODUCE, _SASL_HANDSHAKE = ApiKey.SASL_HANDSHAKE
 cdef Py_ssize_t _MAX_IN_FLIGHT = MAX_IN_FLIGHT
@@ -39,16 +50,19 @@ cdef inline int32_t _i32(const uint8_t* b):
     return <int32_t> (<uint32_t> b[0] << 24 | <uint32_t> b[1] << 16 | <uint32_t> b[2] << 8 | b[3])
 
 
-def request(exchange, ConnState st not None, ts, offset, bytes payload, where):
+cpdef request(exchange, ConnState st, ts, offset, bytes payload, where):
     cdef Py_ssize_t n = PyBytes_GET_SIZE(payload), pos
     cdef const uint8_t* b = <const uint8_t*> PyBytes_AS_STRING(payload)
-    cdef int api_key, api_version, length
+    cdef int api_key, api_version, length, version
     cdef int32_t correlation_id
     if n < 10 or st.sasl.expected or st.orphans.held:
         return exchange.request(st, ts, offset, payload, where)
     api_key, api_version, correlation_id = <int16_t> (b[0] << 8 | b[1]), <int16_t> (b[2] << 8 | b[3]), _i32(b + 4)
-    version = _HEADER_VERSIONS.get((api_key, api_version))
-    if version is None or version == 0 or api_key in _DICT_APIS:  # the method reads those (once, with their dicts)
+    if 0 <= api_key < MAX_API_KEYS and 0 <= api_version < MAX_API_VERSIONS:
+        version = _HEADER_VERSIONS[api_key][api_version]
+    else:
+        version = 0
+    if version == 0 or api_key in _DICT_APIS:  # the method reads those (once, with their dicts)
         return exchange.request(st, ts, offset, payload, where)
     length = <int16_t> (b[8] << 8 | b[9])
     pos = 10
@@ -95,7 +109,7 @@ def request(exchange, ConnState st not None, ts, offset, bytes payload, where):
         out.frame(st, pending.pop(next(iter(pending))), None, where, unpaired=True)
 
 
-def response(exchange, ConnState st not None, ts, offset, bytes payload, where):
+cpdef response(exchange, ConnState st, ts, offset, bytes payload, where):
     cdef Py_ssize_t n = PyBytes_GET_SIZE(payload), i = 0
     cdef PyObject* first
     cdef PyObject* value

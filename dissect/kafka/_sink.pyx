@@ -3,22 +3,21 @@
 connection (being classified, TLS, ignored) goes to the pure-Python on_data. The usual segment holds exactly
 one whole frame and meets a framer in step with nothing buffered: that frame is cut here, with the bookkeeping
 Framer.feed does for it; any other segment goes through Framer.feed as in the pure-Python function. Frames go to the
-exchange's compiled fast paths (_exchange.pyx), which hand anything unusual to its methods."""
+exchange's compiled fast paths (_exchange.pyx, called in C), which hand anything unusual to its methods."""
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
 
 from kafkatap.dissect.kafka._account cimport Account
+from kafkatap.dissect.kafka._exchange cimport request as _request, response as _response
 from kafkatap.dissect.kafka._framing cimport FramerFields
 from kafkatap.dissect.kafka._state cimport ConnState
 from kafkatap.dissect.streams._conn cimport Conn
 
-from kafkatap.dissect.kafka import _exchange
 from kafkatap.dissect.kafka import sink as reference  # its names are looked up at call time: it imports this module
 from kafkatap.dissect.kafka.framing import MAX_FRAME
 
 cdef int64_t _MAX_FRAME = MAX_FRAME
-cdef object _request = _exchange.request, _response = _exchange.response
 
 
 def on_data(sink, Conn conn not None, int side, ts, data, where):
@@ -44,8 +43,8 @@ cdef _feed(exchange, ConnState st, int side, ts, bytes data, where):
             offset = framer.offset
             framer.offset = offset + n
             framer.need = 4
-            _handle(exchange, st, direction, ((ts, offset, PyBytes_FromStringAndSize(<const char*> b + 4, size)),),
-                    where)
+            _flush_skips(st, direction)
+            _frame(exchange, st, direction, ts, offset, PyBytes_FromStringAndSize(<const char*> b + 4, size), where)
             return
     frames = framer.feed(ts, data, where)
     if frames:
@@ -54,9 +53,20 @@ cdef _feed(exchange, ConnState st, int side, ts, bytes data, where):
 
 cdef _handle(exchange, ConnState st, int direction, frames, where):
     """Each frame to the exchange, once the skips reported before it are."""
+    _flush_skips(st, direction)
+    for ts, offset, payload in frames:
+        _frame(exchange, st, direction, ts, offset, payload, where)
+
+
+cdef _flush_skips(ConnState st, int direction):
     skips = st.skips[direction]
     if skips.run is not None:
         skips.flush()
-    handle = _request if direction == 0 else _response
-    for ts, offset, payload in frames:
-        handle(exchange, st, ts, offset, payload, where)
+
+
+cdef _frame(exchange, ConnState st, int direction, ts, offset, bytes payload, where):
+    """A frame to the exchange's compiled request or response path, called in C."""
+    if direction == 0:
+        _request(exchange, st, ts, offset, payload, where)
+    else:
+        _response(exchange, st, ts, offset, payload, where)

@@ -18,7 +18,13 @@ from kafkatap.dissect.anomalies import KINDS
 from kafkatap.dissect.kafka.messages import Messages
 from kafkatap.dissect.kafka.state import DIRECTIONS, REQUEST, RESPONSE, ConnState
 from kafkatap.dissect.streams.reassembly import Where
-from kafkatap.dissect.tls import KeyLog, Output, TlsSession, TlsStats
+from typing import TYPE_CHECKING
+
+from kafkatap.dissect import tls
+from kafkatap.dissect.tls import KeyLog, TlsStats
+
+if TYPE_CHECKING:
+    from kafkatap.dissect.tls import Output
 
 DECRYPTED, PARTLY, NOT_DECRYPTED = "decrypted", "partly_decrypted", "not_decrypted"
 OUTCOMES = (DECRYPTED, PARTLY, NOT_DECRYPTED)
@@ -31,7 +37,7 @@ class Decryption:
     __slots__ = ("session", "first")
 
     def __init__(self, keylog: KeyLog) -> None:
-        self.session = TlsSession(keylog)
+        self.session = tls.TlsSession(keylog)  # through the package: the session is imported at the first one
         self.first: dict[tuple[int, str], tuple[Where, int]] = {}  # (direction, reason) -> (where, wire offset)
 
     def feed(self, st: ConnState, direction: int, data: bytes, where: Where) -> Output:

@@ -10,6 +10,7 @@ port is counted, or, given a key log, decrypted (`decryption`) and its plaintext
 from __future__ import annotations
 
 from functools import partial
+from typing import TYPE_CHECKING
 
 from kafkatap.dissect import native
 from kafkatap.dissect.kafka.classify import PROBE_LIMIT, classify
@@ -22,7 +23,10 @@ from kafkatap.dissect.kafka.state import DIRECTIONS, REQUEST, RESPONSE, ConnStat
 from kafkatap.dissect.kafka.topics import TopicNames
 from kafkatap.dissect.streams.reassembly import Conn, Where
 from kafkatap.dissect.streams.workers import owner
-from kafkatap.dissect.tls import KeyLog, Output
+from kafkatap.dissect.tls import KeyLog
+
+if TYPE_CHECKING:
+    from kafkatap.dissect.tls import Output
 
 _compiled = native.extension("kafkatap.dissect.kafka._sink")
 

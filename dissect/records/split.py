@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import struct
 
-from crc32c import crc32c
-
 from kafkatap.dissect.errors import DecodeError
 from kafkatap.dissect.records import compression
 from kafkatap.dissect.records.batch import Batch
@@ -13,6 +11,17 @@ from kafkatap.dissect.records.legacy import MIN_SIZE, legacy_batch
 from kafkatap.dissect.records.record_batch import CRC_START, HEADER, HEADER_SIZE
 
 _LENGTH = struct.Struct(">i")
+
+
+def _crc32c(data: memoryview) -> int:
+    """crc32c.crc32c, imported at the first batch and then bound in its place. Importing the package reads its
+    installed metadata (20 ms), which a run of the compiled core, whose splitter checks small batches itself, would
+    otherwise pay at start-up."""
+    global _crc32c
+    from crc32c import crc32c
+    _crc32c = crc32c
+    return crc32c(data)
+
 _MIN_LENGTH = (MIN_SIZE[0], MIN_SIZE[1], HEADER_SIZE - 12)
 
 
@@ -52,7 +61,7 @@ def split_batches(data: bytes | bytearray | memoryview,
             (base_offset, _, leader_epoch, _, crc, attributes, last_delta, base_ts, max_ts, producer_id,
              producer_epoch, base_sequence, count) = unpack_header(data, pos)
             append(new(Batch, (pos, size, 2, base_offset, base_offset + last_delta, count, leader_epoch, crc,
-                               crc32c(view[pos + CRC_START : pos + size]) == crc, attributes, base_ts, max_ts,
+                               _crc32c(view[pos + CRC_START : pos + size]) == crc, attributes, base_ts, max_ts,
                                producer_id, producer_epoch, base_sequence, data, None)))
         else:
             append(legacy_batch(data, view, pos, size, max_decompressed))

@@ -29,6 +29,7 @@ def deliver(reasm, bytes buf, Py_ssize_t index0, Py_ssize_t frames, cols, acks):
     cdef Py_ssize_t r, size = PyBytes_GET_SIZE(buf)
     cdef int64_t i, last = -1, po, pl
     keys, segment = reasm.keys, reasm.segment
+    on_data, file = reasm.sink.on_data, reasm.file  # the same for the whole chunk: looked up once, not per segment
     for r in range(index.shape[0]):
         i, po, pl = index[r], offset[r], length[r]
         if 0 <= po <= po + pl <= size:
@@ -40,7 +41,8 @@ def deliver(reasm, bytes buf, Py_ssize_t index0, Py_ssize_t frames, cols, acks):
             acks.feed(last, i)
         elif pl > 0 and missing[r] == 0 and not flags[r] & _NOT_USUAL:
             found = keys.get(key)
-            if found is not None and _usual(reasm, found, index0 + i, ts_us[r], seq[r], flags[r], payload, pl):
+            if found is not None and _usual(reasm, on_data, file, found, index0 + i, ts_us[r], seq[r], flags[r],
+                                            payload, pl):
                 last = i
                 continue
         segment(index0 + i, ts_us[r], key, seq[r], ack[r], flags[r], payload, missing[r])
@@ -49,8 +51,8 @@ def deliver(reasm, bytes buf, Py_ssize_t index0, Py_ssize_t frames, cols, acks):
         acks.feed(last, frames)
 
 
-cdef bint _usual(reasm, tuple found, int64_t idx, int64_t ts, int64_t seq, int64_t flags, bytes payload,
-                 int64_t pl) except -1:
+cdef bint _usual(reasm, on_data, file, tuple found, int64_t idx, int64_t ts, int64_t seq, int64_t flags,
+                 bytes payload, int64_t pl) except -1:
     """Place the segment if it is the usual case (what Reassembler.segment's inlined branch does), else False."""
     cdef Conn conn = <Conn> found[0]
     cdef int side = found[1]
@@ -75,7 +77,7 @@ cdef bint _usual(reasm, tuple found, int64_t idx, int64_t ts, int64_t seq, int64
     half.pos = pos + pl
     half.tail = payload if pl <= _TAIL else payload[pl - _TAIL:]
     reasm.payload_bytes += pl
-    if reasm.sink.on_data(conn, side, ts, payload, _where(reasm.file, idx, ts)) is False:
+    if on_data(conn, side, ts, payload, _where(file, idx, ts)) is False:
         reasm._ignore(conn)
     return True
 

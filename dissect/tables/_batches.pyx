@@ -24,7 +24,7 @@ cdef inline object _us(int64_t ms):
     return ms * 1000 if 0 <= ms <= _MAX_MS else None
 
 
-def batch_rows(tuple head, list batches, tuple tail, problem):
+cpdef list batch_rows(tuple head, list batches, tuple tail, problem):
     cdef Py_ssize_t i, h = PyTuple_GET_SIZE(head), t = PyTuple_GET_SIZE(tail)
     cdef tuple row
     cdef long attributes

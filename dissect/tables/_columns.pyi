@@ -1,9 +1,14 @@
-"""Stub of the compiled twins of writer.columns, writer.add and writer.extend, and of the row-at-a-time Builder
-(_columns.pyx)."""
+"""Stub of the compiled twins of writer.columns, writer.add and writer.extend, of the row-at-a-time Builder, and of
+TableWriter's compiled base (_columns.pyx)."""
 
 import pyarrow as pa
 
 from kafkatap.dissect.tables.writer import TableWriter
+
+class WriterFields:
+    builder: Builder | None
+    rows: list[tuple]
+    pending_bytes: int
 
 def columns(rows: list[tuple], row_type: pa.StructType) -> list[pa.Array]: ...
 def add(writer: TableWriter, row: tuple, nbytes: int = 0) -> None: ...

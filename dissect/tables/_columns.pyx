@@ -256,7 +256,11 @@ cdef Py_ssize_t _ROW_GROUP_ROWS = writer.ROW_GROUP_ROWS  # set before writer imp
 cdef Py_ssize_t _ROW_GROUP_BYTES = writer.ROW_GROUP_BYTES
 
 
-def add(writer, row, Py_ssize_t nbytes=0):
+cdef class WriterFields:
+    """The fields of writer.TableWriter that every row's `add` reads; TableWriter.__init__ sets them."""
+
+
+cpdef add(WriterFields writer, row, Py_ssize_t nbytes=0):
     """Compiled twin of writer.add (the same rules, read here in C; called for every frames/ row)."""
     builder, rows = writer.builder, writer.rows
     if rows or builder is None or not (<Builder> builder).take(row):
@@ -270,7 +274,7 @@ def add(writer, row, Py_ssize_t nbytes=0):
         writer.flush()
 
 
-def extend(writer, list rows):
+cpdef extend(WriterFields writer, list rows):
     """Compiled twin of writer.extend (called for every partition's batches/ rows)."""
     builder = writer.builder
     cdef Py_ssize_t taken

@@ -1,8 +1,18 @@
-"""Stub of the compiled twins of rows.request, rows.response and rows.frame (_rows.pyx)."""
+"""Stub of the compiled twins of rows.request, rows.response and rows.frame, and of Rows' compiled base (_rows.pyx)."""
 
 from kafkatap.dissect.kafka.state import ConnState, Request, Response
 from kafkatap.dissect.streams.reassembly import Where
+from kafkatap.dissect.kafka.topics import TopicNames
 from kafkatap.dissect.tables.rows import Rows
+from kafkatap.dissect.tables.writer import TableWriter
+
+class RowsFields:
+    topics: TopicNames
+    frames: TableWriter
+    batches: TableWriter
+    records: TableWriter | None
+    messages: dict[str, int]
+    statuses: dict[str, int]
 
 def request(rows: Rows, st: ConnState, req: Request, where: Where) -> None: ...
 def response(rows: Rows, st: ConnState, req: Request, resp: Response, where: Where) -> None: ...

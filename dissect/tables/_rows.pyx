@@ -2,17 +2,19 @@
 """Compiled twins of rows.request, rows.response and rows.frame: the usual message's rows built here, as those
 functions build them. The usual case is record data that splits cleanly (whole batches, CRCs right, no control
 batch), no records/ table asked for, and a decoded pair that is not a share api; anything else, before any row is
-written, goes to the pure-Python function."""
+written, goes to the pure-Python function. The fields of Rows they read are C struct members of its compiled base
+(RowsFields), and they call the writer's compiled add and extend in C."""
 
 from kafkatap.dissect.kafka._found cimport Found
 from kafkatap.dissect.kafka._state cimport ConnState, Request, Response
+from kafkatap.dissect.tables._batches cimport batch_rows as _batch_rows
+from kafkatap.dissect.tables._columns cimport add as _add, extend as _extend
 
 from kafkatap.dissect.protocol import error_name
 from kafkatap.dissect.protocol.generated.errors import ERRORS
 from kafkatap.dissect.protocol.generated import APIS
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 from kafkatap.dissect.records import _split
-from kafkatap.dissect.tables import _batches
 from kafkatap.dissect.tables import rows as reference  # it imports this: names defined after that are read per call
 
 cdef dict _NAMES = {key: row[0] for key, row in APIS.items()}
@@ -21,7 +23,12 @@ cdef int _PRODUCE = ApiKey.PRODUCE, _FETCH = ApiKey.FETCH
 cdef frozenset _FETCHES = reference.FETCHES
 cdef dict _ERRORS = ERRORS
 cdef object _split_batches = _split.split_batches
-cdef object _batch_rows = _batches.batch_rows
+
+
+cdef class RowsFields:
+    """The fields of rows.Rows that every message's rows read, as C struct members; Rows.__init__ sets them."""
+    cdef public object topics, frames, batches, records
+    cdef public dict messages, statuses
 
 
 cdef list _clean(list partitions, Py_ssize_t data_at, bint final):
@@ -36,14 +43,14 @@ cdef list _clean(list partitions, Py_ssize_t data_at, bint final):
         batches, partial, error = _split_batches(data)
         if error is not None or (partial and final):
             return None
-        for batch in batches:
-            if not batch[8] or <long> batch[9] & 0x20:
+        for batch in batches:  # Batch tuples (crc_ok, attributes): read as a tuple's items, not through __getitem__
+            if not (<tuple> batch)[8] or <long> (<tuple> batch)[9] & 0x20:
                 return None
         out.append(batches)
     return out
 
 
-def request(rows, ConnState st not None, Request req not None, where):
+def request(RowsFields rows not None, ConnState st not None, Request req not None, where):
     if req.api_key != _PRODUCE:
         return
     partitions = req.body.rows
@@ -58,7 +65,8 @@ def request(rows, ConnState st not None, Request req not None, where):
     req.produce = produce
 
 
-def response(rows, ConnState st not None, Request req not None, Response resp not None, where):
+def response(RowsFields rows not None, ConnState st not None, Request req not None, Response resp not None,
+             where):
     if req.api_key not in _FETCHES:  # no rows of its own
         return
     if req.api_key != _FETCH:
@@ -71,15 +79,16 @@ def response(rows, ConnState st not None, Request req not None, Response resp no
                                            for topic, topic_id, partition, offset in req.body.rows}
     carrier = (st.conn_id, st.client_addr, st.broker_addr, req.correlation_id, req.api_version, "fetch", resp.ts,
                req.client_id, None, None)
-    resolve, extend = rows.topics.resolve, rows.batches.extend
+    resolve, batches_out = rows.topics.resolve, rows.batches
     for (name, topic_id, partition, _, high_watermark, partition_error), batches in zip(partitions, split):
         if batches:
             topic = name if name is not None else resolve(topic_id, "batches")
             tail = (offsets.get((name or topic_id, partition)), high_watermark, None, partition_error)
-            extend(_batch_rows(carrier + (topic, topic_id, partition), batches, tail, None))
+            _extend(batches_out, _batch_rows(carrier + (topic, topic_id, partition), batches, tail, None))
 
 
-def frame(rows, ConnState st not None, Request req not None, Response resp, where, unpaired=False):
+def frame(RowsFields rows not None, ConnState st not None, Request req not None, Response resp, where,
+          unpaired=False):
     if unpaired or resp is None:
         return reference.frame(rows, st, req, resp, where, unpaired)
     qbody, rbody, api_key = req.body, resp.body, req.api_key
@@ -110,7 +119,7 @@ def frame(rows, ConnState st not None, Request req not None, Response resp, wher
     cdef tuple entities = _NONE
     if qf or len(rf) > ("throttle_time_ms" in rf) + ("error_code" in rf):
         entities = reference._entities(qf, rf)
-    rows.frames.add((
+    _add(rows.frames, (
         st.conn_id, st.client_addr, st.broker_addr, req.ts, resp_ts, resp_ts - req.ts, api_key, name,
         req.api_version, req.correlation_id, req.client_id, req.size, resp.size, code,
         _error_name(code) if code is not None else None, "ok", entities[0], entities[1], entities[2], entities[3],
@@ -128,18 +137,19 @@ cdef bint _control(list produce):
     """Whether a Produce's batches hold a control batch (its control record may need reporting)."""
     for _, _, _, batches in produce:
         for batch in batches:
-            if <long> batch[9] & 0x20:
+            if <long> (<tuple> batch)[9] & 0x20:
                 return True
     return False
 
 
-cdef _produce_batches(rows, Request req, ConnState st, rbody):
+cdef _produce_batches(RowsFields rows, Request req, ConnState st, rbody):
     """Rows.produce_batches for batches without a control batch (nothing to report, so no reporter is built)."""
     results = {(name or topic_id, index): (error, base_offset) for name, topic_id, index, error, base_offset
                in rbody.rows}
     head = (st.conn_id, st.client_addr, st.broker_addr, req.correlation_id, req.api_version, "produce", req.ts,
             req.client_id, None, None)
-    extend = rows.batches.extend
+    batches_out = rows.batches
     for topic, topic_id, partition, batches in req.produce:
         err, assigned = results.get((topic_id if topic_id is not None else topic, partition), (None, None))
-        extend(_batch_rows(head + (topic, topic_id, partition), batches, (None, None, assigned, err), None))
+        tail = (None, None, assigned, err)
+        _extend(batches_out, _batch_rows(head + (topic, topic_id, partition), batches, tail, None))

@@ -31,8 +31,12 @@ _compiled = native.extension("kafkatap.dissect.tables._rows")
 _compiled_batches = native.extension("kafkatap.dissect.tables._batches")
 
 
-class Rows:
-    """The table writers of one run (or worker), and the counts the summary reports."""
+_Base: type = _compiled.RowsFields if native.compiled and _compiled is not None else object
+
+
+class Rows(_Base):  # type: ignore[valid-type, misc]
+    """The table writers of one run (or worker), and the counts the summary reports. With the compiled core, the
+    fields every message's rows read are C struct members of the compiled base."""
 
     def __init__(self, out: Output, topics: TopicNames, *, records: bool, payloads: bool) -> None:
         self.topics = topics

@@ -69,11 +69,17 @@ def part_name(part: int) -> str:
     return f"part-{part:05d}.parquet"
 
 
-class TableWriter:
+_FIELDS = ("builder", "rows", "pending_bytes")
+_Base: type = _compiled.WriterFields if native.compiled and _compiled is not None else object
+
+
+class TableWriter(_Base):  # type: ignore[valid-type, misc]
     """Rows of one table to OUT/<name>/part-<part>.parquet."""
 
-    __slots__ = ("name", "schema", "row_type", "path", "rows", "pending_bytes", "writer", "count", "published",
-                 "out_of_range", "columns", "builder", "pool", "pending", "add", "extend")
+    # With the compiled core, the fields every row's add reads are C struct members of the compiled base; without it
+    # they are slots like the rest.
+    __slots__ = ("name", "schema", "row_type", "path", "writer", "count", "published", "out_of_range", "columns",
+                 "pool", "pending", "add", "extend") + (_FIELDS if _Base is object else ())
 
     def __init__(self, out_dir: Path, name: str, schema: pa.Schema, part: int = 0,
                  pool: ThreadPoolExecutor | None = None) -> None:

@@ -17,9 +17,24 @@ Everything else is booked, never dropped: see account.py for the reasons. Secret
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from kafkatap.dissect.tls.account import REASONS, TlsStats
 from kafkatap.dissect.tls.alerts import Alert
 from kafkatap.dissect.tls.keylog import KeyLog
-from kafkatap.dissect.tls.session import CLIENT, SERVER, Output, TlsSession
+
+if TYPE_CHECKING:
+    from kafkatap.dissect.tls.session import CLIENT, SERVER, Output, TlsSession
+
+_SESSION = ("CLIENT", "SERVER", "Output", "TlsSession")
 
 __all__ = ["CLIENT", "REASONS", "SERVER", "Alert", "KeyLog", "Output", "TlsSession", "TlsStats"]
+
+
+def __getattr__(name: str) -> Any:
+    """The session's names, imported at their first use: the session imports cryptography, a sixth of the
+    dissector's own start-up, which a run that meets no TLS connection with a key log never needs."""
+    if name in _SESSION:
+        return getattr(importlib.import_module("kafkatap.dissect.tls.session"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,7 +1,7 @@
 """The compiled twins of the dissector's per-connection and per-message classes (reassembly.Conn and _Half,
-state.Request, Response and ConnState, extract.Found, account.Account, and framing.Framer's compiled base) are the
-pure-Python classes with C-level fields: the same fields, the same values after construction, and the same behaviour
-seen from Python (which the rare paths, written once in Python, rely on)."""
+state.Request, Response and ConnState, extract.Found, account.Account, and the compiled bases of framing.Framer,
+rows.Rows and writer.TableWriter) are the pure-Python classes with C-level fields: the same fields, the same values
+after construction, and the same behaviour seen from Python (which the rare paths, written once in Python, rely on)."""
 
 from __future__ import annotations
 
@@ -75,9 +75,10 @@ def test_twins_are_constructed_like_the_pure_classes() -> None:
 def test_twins_are_the_classes_the_dissector_uses() -> None:
     from kafkatap.dissect.kafka import account, extract, framing, state
     from kafkatap.dissect.streams import reassembly
+    from kafkatap.dissect.tables import rows, writer
 
     for cls in (reassembly.Conn, reassembly._Half, state.Request, state.Response, state.ConnState, extract.Found,
-                account.Account, framing.Framer.__base__):
+                account.Account, framing.Framer.__base__, rows.Rows.__base__, writer.TableWriter.__base__):
         assert cls.__module__.split(".")[-1].startswith("_"), cls
 
 
