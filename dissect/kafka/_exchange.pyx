@@ -55,6 +55,8 @@ cpdef request(exchange, ConnState st, ts, offset, bytes payload, where):
     cdef const uint8_t* b = <const uint8_t*> PyBytes_AS_STRING(payload)
     cdef int api_key, api_version, length, version
     cdef int32_t correlation_id
+    if st is None:  # cpdef takes no `not None`: from Python it could be given None, which C must never dereference
+        raise TypeError("request: st must be a ConnState")
     if n < 10 or st.sasl.expected or st.orphans.held:
         return exchange.request(st, ts, offset, payload, where)
     api_key, api_version, correlation_id = <int16_t> (b[0] << 8 | b[1]), <int16_t> (b[2] << 8 | b[3]), _i32(b + 4)
@@ -113,6 +115,8 @@ cpdef response(exchange, ConnState st, ts, offset, bytes payload, where):
     cdef Py_ssize_t n = PyBytes_GET_SIZE(payload), i = 0
     cdef PyObject* first
     cdef PyObject* value
+    if st is None:
+        raise TypeError("response: st must be a ConnState")
     if n < 4:
         return exchange.response(st, ts, offset, payload, where)
     pending = st.inflight.pending

@@ -1,5 +1,6 @@
-# Declarations of the compiled twins of reassembly.Conn and reassembly._Half, so the compiled driver (_driver.pyx)
-# and Kafka sink (_sink.pyx) read and write their fields as C struct members instead of by attribute lookup.
+# Declarations of the compiled twins of reassembly.Conn and reassembly._Half, and of the compiled base of the
+# reassembler, so the compiled driver (_driver.pyx) and Kafka sink (_sink.pyx) read and write their fields as C struct
+# members instead of by attribute lookup.
 
 cdef class Half:
     cdef public object base, isn, pos, starts, pending, pending_bytes, fin_pos, tail, strays
@@ -8,3 +9,7 @@ cdef class Half:
 cdef class Conn:
     cdef public object conn_key, addr, first_ts_us, state, halves, last_ts_us
     cdef public bint syn_seen, opened, closed, ignored
+
+
+cdef class OrderingFields:
+    cdef public object pending_total, payload_bytes

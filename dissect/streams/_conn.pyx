@@ -1,7 +1,8 @@
 # cython: language_level=3, boundscheck=True, wraparound=False
 """Compiled twins of reassembly.Conn and reassembly._Half: the same fields and constructors, with the fields as C
 struct members (_conn.pxd). The compiled driver reads about fifteen of them for every segment; as slots each read is
-an attribute lookup."""
+an attribute lookup. Also the compiled base of the reassembler, with the two counters the driver reads or adds to for
+every segment."""
 
 
 cdef class Half:
@@ -29,3 +30,7 @@ cdef class Conn:
 
     def __repr__(self):
         return f"Conn({self.addr[0]} -> {self.addr[1]}, syn_seen={self.syn_seen})"
+
+
+cdef class OrderingFields:
+    """The fields of reassembly._Ordering read for every segment; _Ordering.__init__ sets them."""

@@ -9,7 +9,7 @@ from cpython.ref cimport Py_INCREF
 from cpython.tuple cimport PyTuple_SET_ITEM
 from libc.stdint cimport int64_t
 
-from kafkatap.dissect.streams._conn cimport Conn, Half
+from kafkatap.dissect.streams._conn cimport Conn, Half, OrderingFields
 
 from kafkatap.dissect.packets.tcp import ACK, FIN, RST, SYN
 from kafkatap.dissect.streams.reassembly import TAIL, Where
@@ -22,13 +22,14 @@ cdef object _Where = Where
 cdef int64_t _TAIL = TAIL, _ACK = ACK, _NOT_USUAL = SYN | FIN | RST
 
 
-def deliver(reasm, bytes buf, Py_ssize_t index0, Py_ssize_t frames, cols, acks):
+def deliver(OrderingFields reasm not None, bytes buf, Py_ssize_t index0, Py_ssize_t frames, cols, acks):
     cdef const int64_t[:] index = cols[0], ts_us = cols[1], src_hi = cols[2], src_lo = cols[3]
     cdef const int64_t[:] dst_hi = cols[4], dst_lo = cols[5], ports = cols[6], seq = cols[7], ack = cols[8]
     cdef const int64_t[:] flags = cols[9], offset = cols[10], length = cols[11], missing = cols[12]
     cdef Py_ssize_t r, size = PyBytes_GET_SIZE(buf)
     cdef int64_t i, last = -1, po, pl
-    keys, segment = reasm.keys, reasm.segment
+    cdef dict keys = reasm.keys  # typed, so each segment's lookup is a C call rather than a call of its get method
+    segment = reasm.segment
     on_data, file = reasm.sink.on_data, reasm.file  # the same for the whole chunk: looked up once, not per segment
     for r in range(index.shape[0]):
         i, po, pl = index[r], offset[r], length[r]
@@ -51,7 +52,7 @@ def deliver(reasm, bytes buf, Py_ssize_t index0, Py_ssize_t frames, cols, acks):
         acks.feed(last, frames)
 
 
-cdef bint _usual(reasm, on_data, file, tuple found, int64_t idx, int64_t ts, int64_t seq, int64_t flags,
+cdef bint _usual(OrderingFields reasm, on_data, file, tuple found, int64_t idx, int64_t ts, int64_t seq, int64_t flags,
                  bytes payload, int64_t pl) except -1:
     """Place the segment if it is the usual case (what Reassembler.segment's inlined branch does), else False."""
     cdef Conn conn = <Conn> found[0]

@@ -94,10 +94,14 @@ def _len(piece: bytes | int) -> int:
 Report = Callable[[str, str, Where, int, "Conn | None", "int | None"], None]
 
 
-class _Ordering:
+_OrderingBase: type = _compiled.OrderingFields if native.compiled and _compiled is not None else object
+
+
+class _Ordering(_OrderingBase):  # type: ignore[valid-type, misc]
     """Each direction's bytes in stream order: pieces that came early are held (bounded), bytes that come again are
     compared with the first copy, holes become gaps, and the sink is handed data and gaps in order. `Reassembler`
-    adds the connections these directions belong to; `file` names the capture file being read."""
+    adds the connections these directions belong to; `file` names the capture file being read. With the compiled
+    core, pending_total and payload_bytes are C struct members of the compiled base, which the driver reads."""
 
     def __init__(self, sink: StreamSink, report: Report, skipped: dict[str, int], max_buffer: int,
                  max_total: int) -> None:

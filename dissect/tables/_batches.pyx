@@ -25,6 +25,8 @@ cdef inline object _us(int64_t ms):
 
 
 cpdef list batch_rows(tuple head, list batches, tuple tail, problem):
+    if head is None or batches is None or tail is None:  # cpdef takes no `not None`; C must never read a None
+        raise TypeError("batch_rows: head, batches and tail must be given")
     cdef Py_ssize_t i, h = PyTuple_GET_SIZE(head), t = PyTuple_GET_SIZE(tail)
     cdef tuple row
     cdef long attributes

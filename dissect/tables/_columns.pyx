@@ -262,6 +262,8 @@ cdef class WriterFields:
 
 cpdef add(WriterFields writer, row, Py_ssize_t nbytes=0):
     """Compiled twin of writer.add (the same rules, read here in C; called for every frames/ row)."""
+    if writer is None:  # cpdef takes no `not None`: from Python it could be given None, which C must never dereference
+        raise TypeError("add: writer must be a TableWriter")
     builder, rows = writer.builder, writer.rows
     if rows or builder is None or not (<Builder> builder).take(row):
         rows.append(row)
@@ -276,6 +278,8 @@ cpdef add(WriterFields writer, row, Py_ssize_t nbytes=0):
 
 cpdef extend(WriterFields writer, list rows):
     """Compiled twin of writer.extend (called for every partition's batches/ rows)."""
+    if writer is None:
+        raise TypeError("extend: writer must be a TableWriter")
     builder = writer.builder
     cdef Py_ssize_t taken
     if builder is None or writer.rows:

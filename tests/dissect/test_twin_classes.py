@@ -1,7 +1,8 @@
 """The compiled twins of the dissector's per-connection and per-message classes (reassembly.Conn and _Half,
 state.Request, Response and ConnState, extract.Found, account.Account, and the compiled bases of framing.Framer,
-rows.Rows and writer.TableWriter) are the pure-Python classes with C-level fields: the same fields, the same values
-after construction, and the same behaviour seen from Python (which the rare paths, written once in Python, rely on)."""
+rows.Rows, writer.TableWriter and the reassembler) are the pure-Python classes with C-level fields: the same fields,
+the same values after construction, and the same behaviour seen from Python (which the rare paths, written once in
+Python, rely on)."""
 
 from __future__ import annotations
 
@@ -78,7 +79,8 @@ def test_twins_are_the_classes_the_dissector_uses() -> None:
     from kafkatap.dissect.tables import rows, writer
 
     for cls in (reassembly.Conn, reassembly._Half, state.Request, state.Response, state.ConnState, extract.Found,
-                account.Account, framing.Framer.__base__, rows.Rows.__base__, writer.TableWriter.__base__):
+                account.Account, framing.Framer.__base__, rows.Rows.__base__, writer.TableWriter.__base__,
+                reassembly._Ordering.__base__):
         assert cls.__module__.split(".")[-1].startswith("_"), cls
 
 
@@ -94,3 +96,19 @@ def test_fields_behave_as_python_attributes() -> None:
         req.not_a_field = 1  # no __dict__, as with the pure classes' __slots__
     with pytest.raises(TypeError):
         req.api_key = None  # an int16 on the wire: the twin keeps it as a C int
+
+
+def test_compiled_functions_called_in_c_refuse_none_from_python() -> None:
+    """The compiled functions other compiled modules call in C (cpdef) are also callable from Python, where nothing
+    stops a None: they raise TypeError instead of letting C read through it."""
+    from kafkatap.dissect.kafka import _exchange
+    from kafkatap.dissect.tables import _batches, _columns
+
+    calls = [lambda: _exchange.request(None, None, 0, 0, b"", None),
+             lambda: _exchange.response(None, None, 0, 0, b"", None),
+             lambda: _columns.add(None, ()), lambda: _columns.extend(None, []),
+             lambda: _batches.batch_rows(None, [], (), None), lambda: _batches.batch_rows((), None, (), None),
+             lambda: _batches.batch_rows((), [], None, None)]
+    for call in calls:
+        with pytest.raises(TypeError):
+            call()
