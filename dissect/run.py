@@ -16,12 +16,10 @@ from __future__ import annotations
 
 import gc
 import json
-import multiprocessing
 import os
 import signal
 import time
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor, wait
 from contextlib import contextmanager
 from pathlib import Path
 from threading import Event
@@ -239,6 +237,9 @@ def _init_worker(counter: Any, stop: Any) -> None:
 def _run_workers(args: tuple, n: int, bar: Callable[[int], None] | None, stop: Event | None) -> list[dict]:
     """Run n workers in fresh (spawned) processes; while they run, feed worker 0's progress to the bar and pass on
     a stop request (the run's own, or a worker's failure: the others then stop too instead of running on)."""
+    import multiprocessing  # here, not at the top: a one-process run (the usual one) need not pay their import
+    from concurrent.futures import ProcessPoolExecutor, wait
+
     ctx = multiprocessing.get_context("spawn")
     counter, shared_stop = ctx.Value("q", 0), ctx.Event()
     with ProcessPoolExecutor(n, mp_context=ctx, initializer=_init_worker, initargs=(counter, shared_stop)) as pool:
