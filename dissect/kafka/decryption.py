@@ -14,13 +14,13 @@ decrypted (headers, nonces, tags, padding), and tls_<reason> the records not dec
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from kafkatap.dissect import tls
 from kafkatap.dissect.anomalies import KINDS
 from kafkatap.dissect.kafka.messages import Messages
 from kafkatap.dissect.kafka.state import DIRECTIONS, REQUEST, RESPONSE, ConnState
 from kafkatap.dissect.streams.reassembly import Where
-from typing import TYPE_CHECKING
-
-from kafkatap.dissect import tls
 from kafkatap.dissect.tls import KeyLog, TlsStats
 
 if TYPE_CHECKING:

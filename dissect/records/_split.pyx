@@ -53,20 +53,23 @@ cdef extern from *:
     }
     #endif
 
-    /* CRC-32C (Castagnoli) of p[0:n], as crc32c.crc32c computes it. */
-    static uint32_t kt_crc32c(const uint8_t* p, size_t n) {
-        uint32_t crc = 0xFFFFFFFFu;
-    #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-        if (kt_crc32c_has_sse42)
-            return ~kt_crc32c_sse42(crc, p, n);
-    #endif
+    static uint32_t kt_crc32c_by_table(uint32_t crc, const uint8_t* p, size_t n) {
         for (; n; p++, n--)
             crc = kt_crc32c_table[(crc ^ *p) & 0xFF] ^ (crc >> 8);
-        return ~crc;
+        return crc;
+    }
+
+    /* CRC-32C (Castagnoli) of p[0:n], as crc32c.crc32c computes it; by_table: without the CPU's instruction. */
+    static uint32_t kt_crc32c(const uint8_t* p, size_t n, int by_table) {
+    #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+        if (kt_crc32c_has_sse42 && !by_table)
+            return ~kt_crc32c_sse42(0xFFFFFFFFu, p, n);
+    #endif
+        return ~kt_crc32c_by_table(0xFFFFFFFFu, p, n);
     }
     """
     void kt_crc32c_init()
-    uint32_t kt_crc32c(const uint8_t* p, size_t n) nogil
+    uint32_t kt_crc32c(const uint8_t* p, size_t n, bint by_table) nogil
 
 kt_crc32c_init()
 
@@ -74,17 +77,18 @@ cdef Py_ssize_t _SMALL = 2048  # bytes: at or below, computed here; above, the p
 cdef object _crc32c = None
 
 
-def crc32c(data) -> int:
-    """The CRC-32C this module computes for small batches, for tests to hold against the crc32c package."""
+def crc32c(data, bint by_table=False) -> int:
+    """The CRC-32C this module computes for small batches, for tests to hold against the crc32c package (by_table:
+    the loop a CPU without SSE4.2 runs)."""
     cdef const uint8_t[:] view = data
-    return kt_crc32c(&view[0], view.shape[0]) if view.shape[0] else kt_crc32c(NULL, 0)
+    return kt_crc32c(&view[0] if view.shape[0] else NULL, view.shape[0], by_table)
 
 
 cdef bint _crc_ok(bytes data, const uint8_t* b, Py_ssize_t start, Py_ssize_t end, uint32_t crc) except -1:
     """Whether data[start:end] has CRC-32C crc (b is data's buffer; start <= end <= len(data))."""
     global _crc32c
     if end - start <= _SMALL:
-        return kt_crc32c(b + start, end - start) == crc
+        return kt_crc32c(b + start, end - start, False) == crc
     if _crc32c is None:
         from crc32c import crc32c as package
         _crc32c = package

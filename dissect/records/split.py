@@ -11,6 +11,7 @@ from kafkatap.dissect.records.legacy import MIN_SIZE, legacy_batch
 from kafkatap.dissect.records.record_batch import CRC_START, HEADER, HEADER_SIZE
 
 _LENGTH = struct.Struct(">i")
+_MIN_LENGTH = (MIN_SIZE[0], MIN_SIZE[1], HEADER_SIZE - 12)
 
 
 def _crc32c(data: memoryview) -> int:
@@ -21,8 +22,6 @@ def _crc32c(data: memoryview) -> int:
     from crc32c import crc32c
     _crc32c = crc32c
     return crc32c(data)
-
-_MIN_LENGTH = (MIN_SIZE[0], MIN_SIZE[1], HEADER_SIZE - 12)
 
 
 def split_batches(data: bytes | bytearray | memoryview,
