@@ -4,3 +4,8 @@
 cdef enum:
     MAX_API_KEYS = 256
     MAX_API_VERSIONS = 64
+
+
+cdef inline bint indexed(int api_key, int api_version) noexcept:
+    """Whether (api_key, api_version) has a place in those arrays."""
+    return 0 <= api_key < MAX_API_KEYS and 0 <= api_version < MAX_API_VERSIONS

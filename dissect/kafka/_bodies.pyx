@@ -15,7 +15,7 @@ from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, u
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy
 
-from kafkatap.dissect.kafka._apis cimport MAX_API_KEYS, MAX_API_VERSIONS
+from kafkatap.dissect.kafka._apis cimport MAX_API_KEYS, MAX_API_VERSIONS, indexed
 from kafkatap.dissect.kafka._found cimport Found
 
 from kafkatap.dissect.kafka import bodies, plans
@@ -190,7 +190,7 @@ cpdef read_response(int api_key, int api_version, frame):
 
 
 cdef object _plan(int api_key, int api_version, bint response):
-    if not (0 <= api_key < MAX_API_KEYS and 0 <= api_version < MAX_API_VERSIONS):
+    if not indexed(api_key, api_version):
         return None  # no api has such a key or version: the pure-Python reader says so
     cdef PyObject* built = _PLANS[response][api_key][api_version]
     if built != NULL:

@@ -15,7 +15,7 @@ from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int16_t, int32_t, uint8_t, uint32_t
 
 from kafkatap.dissect.kafka._account cimport Account
-from kafkatap.dissect.kafka._apis cimport MAX_API_KEYS, MAX_API_VERSIONS
+from kafkatap.dissect.kafka._apis cimport MAX_API_KEYS, MAX_API_VERSIONS, indexed
 from kafkatap.dissect.kafka._bodies cimport read_request as _read_request, read_response as _read_response
 from kafkatap.dissect.kafka._found cimport Found
 from kafkatap.dissect.kafka._state cimport ConnState, Request, Response
@@ -34,7 +34,7 @@ cdef int _fill_header_versions() except -1:
     """The registry's table as a C array: read for every request, where the dict needed a tuple key."""
     cdef int key, version
     for (key, version), header in registry.REQUEST_HEADER_VERSIONS.items():
-        if 0 <= key < MAX_API_KEYS and 0 <= version < MAX_API_VERSIONS and header and registry.is_known(key, version):
+        if indexed(key, version) and header and registry.is_known(key, version):
             _HEADER_VERSIONS[key][version] = header
     return 0
 
@@ -60,10 +60,7 @@ cpdef request(exchange, ConnState st, ts, offset, bytes payload, where):
     if n < 10 or st.sasl.expected or st.orphans.held:
         return exchange.request(st, ts, offset, payload, where)
     api_key, api_version, correlation_id = <int16_t> (b[0] << 8 | b[1]), <int16_t> (b[2] << 8 | b[3]), _i32(b + 4)
-    if 0 <= api_key < MAX_API_KEYS and 0 <= api_version < MAX_API_VERSIONS:
-        version = _HEADER_VERSIONS[api_key][api_version]
-    else:
-        version = 0
+    version = _HEADER_VERSIONS[api_key][api_version] if indexed(api_key, api_version) else 0
     if version == 0 or api_key in _DICT_APIS:  # the method reads those (once, with their dicts)
         return exchange.request(st, ts, offset, payload, where)
     length = <int16_t> (b[8] << 8 | b[9])
