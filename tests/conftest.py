@@ -1,7 +1,8 @@
 """Shared pytest fixtures: one local SparkSession for every Spark test in the run (starting one costs seconds).
 
-And a gate: the run stops at once when the compiled dissector core does not import, unless KAFKATAP_PURE_PYTHON=1
-asks for the pure-Python dissector, so a broken build cannot pass by falling back to it.
+A gate: the run stops at once when the compiled dissector core does not import, unless KAFKATAP_PURE_PYTHON=1
+asks for the pure-Python dissector, so a broken build cannot pass by falling back to it. And the failures' root
+causes as the run's last lines (`tests/support/causes.py`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from kafkatap.dissect import native
+from tests.support.causes import write_causes
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -20,6 +22,12 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         pytest.exit(f"the compiled dissector core does not import ({reasons}). Build it with `pip install -e .` "
                     f"(needs a C compiler and the Python headers: `make` installs them), or set {native.ENV}=1 to "
                     "test the pure-Python dissector", returncode=pytest.ExitCode.USAGE_ERROR)
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> Iterator[None]:
+    yield
+    write_causes(terminalreporter)
 
 
 @pytest.fixture(scope="session")

@@ -48,27 +48,42 @@ def dissected(tmp_path_factory) -> dict[str, tuple[dict, Path]]:
 
 
 @pytest.fixture(scope="session")
-def results(spark, dissected) -> dict[str, dict[str, list[dict]]]:
-    """Per sample, the transforms' pure functions collected directly (no report written: the Parquet round trip is
-    tested once, in test_analyze_writes_the_report)."""
-    out = {}
-    for sample, (truth, root) in dissected.items():
-        inp = read_inputs(spark, str(root))
-        fenced = fenced_epochs(inp.frames, inp.batches)
-        spans = member_spans(members(inp.frames, inp.batches))
-        dups = duplicate_deliveries(inp.frames, inp.batches, inp.records, inp.share, spans, fenced)
-        produced = (inp.batches.where((F.col("direction") == "produce") & ~F.col("is_control"))
-                    .groupBy("topic", "partition").agg(F.sum("record_count").alias("records")))
-        out[sample] = {"fenced": rows(fenced.drop("ts")), "dups": rows(dups.drop("first_delivery_ts", "redelivery_ts")),
-                       "produced": rows(produced)}
-    return out
+def collected() -> dict[str, dict[str, list[dict]] | Exception]:
+    """Each sample's results, or what failed them, kept for its other tests: a failure is not paid for again."""
+    return {}
+
+
+@pytest.fixture
+def results(spark, dissected, collected, sample) -> dict[str, list[dict]]:
+    """One sample's transforms, their pure functions collected directly (no report written: the Parquet round trip is
+    tested once, in test_analyze_writes_the_report). Per sample, so that a Spark failure names its sample and fails
+    that sample's tests, not every sample's."""
+    if sample not in collected:
+        try:
+            collected[sample] = _collect(spark, dissected[sample][1])
+        except Exception as exc:
+            collected[sample] = exc
+    if isinstance(collected[sample], Exception):
+        raise collected[sample]
+    return collected[sample]
+
+
+def _collect(spark, root: Path) -> dict[str, list[dict]]:
+    inp = read_inputs(spark, str(root))
+    fenced = fenced_epochs(inp.frames, inp.batches)
+    spans = member_spans(members(inp.frames, inp.batches))
+    dups = duplicate_deliveries(inp.frames, inp.batches, inp.records, inp.share, spans, fenced)
+    produced = (inp.batches.where((F.col("direction") == "produce") & ~F.col("is_control"))
+                .groupBy("topic", "partition").agg(F.sum("record_count").alias("records")))
+    return {"fenced": rows(fenced.drop("ts")), "dups": rows(dups.drop("first_delivery_ts", "redelivery_ts")),
+            "produced": rows(produced)}
 
 
 @pytest.mark.parametrize("sample", [p.name.removesuffix(".truth.json") for p in TRUTHS])
 def test_fenced_epochs_match_truth(dissected, results, sample):
     truth = dissected[sample][0]
     keys = ("kind", "group_id", "transactional_id", "member_id", "producer_id", "error_name", "client_id")
-    got = Counter(tuple(r[k] for k in keys) for r in results[sample]["fenced"])
+    got = Counter(tuple(r[k] for k in keys) for r in results["fenced"])
     want = Counter(tuple(f[k] for k in keys) for f in truth["fenced_epochs"])
     assert got == want
 
@@ -77,7 +92,7 @@ def test_fenced_epochs_match_truth(dissected, results, sample):
 def test_duplicate_deliveries_match_truth(dissected, results, sample):
     truth = dissected[sample][0]
     keys = ("kind", "group_id", "topic", "partition", "first_offset", "last_offset", "deliveries")
-    mine = [r for r in results[sample]["dups"] if not r["possible"] and not r["wire_only"]]
+    mine = [r for r in results["dups"] if not r["possible"] and not r["wire_only"]]
     assert Counter(tuple(r[k] for k in keys) for r in mine) == Counter(
         tuple(d[k] for k in keys) for d in truth["duplicate_deliveries"])
     again: Counter = Counter()
@@ -89,7 +104,7 @@ def test_duplicate_deliveries_match_truth(dissected, results, sample):
 @pytest.mark.parametrize("sample", [p.name.removesuffix(".truth.json") for p in TRUTHS])
 def test_records_per_partition_match_truth(dissected, results, sample):
     truth = dissected[sample][0]
-    produced = {f"{r['topic']}/{r['partition']}": r["records"] for r in results[sample]["produced"]}
+    produced = {f"{r['topic']}/{r['partition']}": r["records"] for r in results["produced"]}
     assert produced == truth["produced_by_partition"]
 
 
