@@ -21,7 +21,7 @@ Caused by: java.lang.OutOfMemoryError: Java heap space
 
 def test_causes_keep_what_went_wrong_and_drop_the_frames() -> None:
     assert causes(SPARK_MESSAGE) == (
-        "py4j.protocol.Py4JJavaError: An error occurred while calling o4121.collectToPython.",
+        "py4j.protocol.Py4JJavaError: An error occurred while calling o<id>.collectToPython.",
         ": org.apache.spark.SparkException: [BROADCAST] Not enough memory to build and broadcast the table.",
         "Caused by: java.lang.OutOfMemoryError: Java heap space",
         "Suppressed: org.apache.spark.util.Utils$OriginalTryStackTraceException: original caller",

@@ -3,7 +3,7 @@
 CI keeps only the tail of a run's log, and on CI pytest's short summary prints each failure's whole message: a Spark
 failure is a Java stack trace of hundreds of lines, so the tail held frames but not what went wrong (or which tests).
 This names each distinct cause once: the exception's first line and each `Caused by:` / `Suppressed:` line, with the
-tests it failed.
+tests it failed (py4j's object ids, which differ on every call, are left out so that one cause is listed once).
 """
 
 from __future__ import annotations
@@ -15,7 +15,9 @@ import pytest
 
 MAX_CAUSES = 8
 MAX_LINE = 300
+MAX_LINES = 10
 _HEADER = re.compile(r"^\s*(Caused by|Suppressed): |^: \S")
+_PY4J_ID = re.compile(r"\bo\d+\.")
 
 
 def causes(message: str) -> tuple[str, ...]:
@@ -24,7 +26,7 @@ def causes(message: str) -> tuple[str, ...]:
     if not lines:
         return ("(no message)",)
     named = [lines[0]] + [line.strip() for line in lines[1:] if _HEADER.match(line)]
-    return tuple(line[:MAX_LINE] for line in named)
+    return tuple(_PY4J_ID.sub("o<id>.", line)[:MAX_LINE] for line in named[:MAX_LINES])
 
 
 def _message(report: pytest.TestReport) -> str:
