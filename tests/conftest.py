@@ -34,7 +34,10 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> Iterat
 def spark() -> Iterator["pyspark.sql.SparkSession"]:  # noqa: F821 - pyspark imported lazily
     """local[2] with few shuffle partitions: test frames are tiny, so 200 default partitions would only cost time.
     2 GB of driver heap: the pipelines' query plans are large (many windows and unions) and every test keeps adding
-    to the same JVM."""
+    to the same JVM. 2 MB memory pages: Spark sizes a page from the heap and the cores (32 MB here) and each hash
+    aggregation, sort and broadcast table takes whole pages, while the session's storage keeps earlier broadcasts;
+    late in a run, a task could not get one more page for a few kB of groups (AGGREGATE_OUT_OF_MEMORY in
+    tests/pipelines/test_samples on share_group, seen in CI and in a fresh clone)."""
     pytest.importorskip("pyspark")
     from pyspark.sql import SparkSession
 
@@ -49,6 +52,7 @@ def spark() -> Iterator["pyspark.sql.SparkSession"]:  # noqa: F821 - pyspark imp
         .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
         .config("spark.sql.adaptive.enabled", "false")
         .config("spark.driver.memory", "2g")
+        .config("spark.buffer.pageSize", "2m")
         .config("spark.sql.ui.retainedExecutions", "5")
         .getOrCreate()
     )
