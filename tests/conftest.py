@@ -37,7 +37,7 @@ def spark() -> Iterator["pyspark.sql.SparkSession"]:  # noqa: F821 - pyspark imp
     to the same JVM. 2 MB memory pages: Spark sizes a page from the heap and the cores (32 MB here) and each hash
     aggregation, sort and broadcast table takes whole pages, while the session's storage keeps earlier broadcasts;
     late in a run, a task could not get one more page for a few kB of groups (AGGREGATE_OUT_OF_MEMORY in
-    tests/pipelines/test_samples on share_group, seen in CI and in a fresh clone)."""
+    tests/pipelines/test_samples on share_group, in a fresh clone; CI failed in the same fixture)."""
     pytest.importorskip("pyspark")
     from pyspark.sql import SparkSession
 
