@@ -9,8 +9,10 @@ JoinGroup / EndTxn / Metadata mix. Fetches of a (group, partition) read consecut
 goes back 40 offsets (a seek to the committed offset) and every 10th is followed by an OffsetCommit of the position
 reached, so duplicate_deliveries finds a redelivered range per 50 fetches and links it to its member. Share
 acquisitions (one per ShareFetch slot) re-acquire a range after every 20th. Each size is written to Parquet once,
-then `sessions`, `fenced_epochs`, `duplicate_deliveries` and `throughput` run as `kafkatap analyze` runs them, each
-timed on its own. Target: time grows about linearly with frames (no job has a quadratic step).
+then every job runs in one `run`, as `kafkatap analyze` runs them (shared intermediates computed once), each job
+timed as it finishes. Spark's event log gives each job's Spark jobs, stages, tasks, queries and largest plan
+(`spark_events`), summed over the sizes. Target: time grows about linearly with frames (no job has a quadratic
+step), and every job of a 10 M-frame run finishes within two minutes on local[2].
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import os
 import sys
 import tempfile
 import time
-
+from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
@@ -29,6 +31,9 @@ from kafkatap.dissect.tables.schema import ANOMALIES, BATCHES, FRAMES, SHARE
 from kafkatap.pipelines.report import JOBS, run
 from kafkatap.pipelines.spark import get_spark
 from kafkatap.pipelines.storage import spark_schema
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import spark_events  # noqa: E402 - a sibling module, found through the path set above
 
 T0_US = 1_767_225_600_000_000  # 2026-01-01T00:00:00Z
 SPAN_US = 3_600_000_000
@@ -172,26 +177,37 @@ def main() -> int:
     parser.add_argument("--master", default="local[*]")
     parser.add_argument("--driver-memory", default="6g", help="heap of the local driver (it is the executor, too)")
     args = parser.parse_args()
-    (SparkSession.builder.master(args.master).config("spark.driver.memory", args.driver_memory)
-     .config("spark.ui.showConsoleProgress", "false").getOrCreate())
-    spark = get_spark("kafkatap-bench", args.master)
-    spark.sparkContext.setLogLevel("ERROR")
-    print(f"{'frames':>12} {'batches':>10} " + " ".join(f"{j:>21}" for j in JOBS) + f" {'total s':>8}")
     with tempfile.TemporaryDirectory(prefix="kafkatap-bench-") as tmp:
+        logs = Path(tmp) / "events"
+        logs.mkdir()
+        builder = (SparkSession.builder.master(args.master).config("spark.driver.memory", args.driver_memory)
+                   .config("spark.ui.showConsoleProgress", "false"))
+        for key, value in spark_events.conf(logs).items():
+            builder = builder.config(key, value)
+        builder.getOrCreate()
+        spark = get_spark("kafkatap-bench", args.master)
+        spark.sparkContext.setLogLevel("ERROR")
+        print(f"{'frames':>12} {'batches':>10} " + " ".join(f"{j:>21}" for j in JOBS) + f" {'total s':>8}")
+        found, costs = {}, {}
         for size in (int(s) for s in args.sizes.split(",")):
             out, report = os.path.join(tmp, f"out{size}"), os.path.join(tmp, f"report{size}")
             write_inputs(spark, size, out)
             n_frames = spark.read.parquet(os.path.join(out, "frames")).count()
             n_batches = spark.read.parquet(os.path.join(out, "batches")).count()
-            times, found = [], {}
-            for job in JOBS:
-                start = time.perf_counter()
-                found = run(spark, out, report, [job])
-                times.append(time.perf_counter() - start)
-            print(f"{n_frames:>12,} {n_batches:>10,} " + " ".join(f"{t:>20.1f}s" for t in times)
-                  + f" {sum(times):>8.1f}", flush=True)
-            print(f"{'':>12} found: {found.get('fenced_epochs')} fencings, duplicate ranges "
-                  f"{found.get('duplicate_ranges')}, members {found.get('members')}", flush=True)
+            times: dict[str, float] = {}
+            start = time.perf_counter()
+            found[size] = run(spark, out, report, list(JOBS), on_job=lambda job, s: times.__setitem__(job, s))
+            total = time.perf_counter() - start
+            print(f"{n_frames:>12,} {n_batches:>10,} " + " ".join(f"{times[j]:>20.1f}s" for j in JOBS)
+                  + f" {total:>8.1f}", flush=True)
+            print(f"{'':>12} found: {found[size].get('fenced_epochs')} fencings, duplicate ranges "
+                  f"{found[size].get('duplicate_ranges')}, members {found[size].get('members')}", flush=True)
+        spark.stop()  # the event log is complete once the application ends
+        costs = spark_events.read(spark_events.newest_log(logs))
+    print("Spark's cost per job over all sizes (jobs, stages, tasks, queries, largest plan in characters):")
+    for job in JOBS:
+        c = costs.get(job, spark_events.Cost())
+        print(f"  {job:<22} {c.jobs:>6} {c.stages:>7} {c.tasks:>7} {c.queries:>6} {c.largest_plan:>10,}")
     return 0
 
 

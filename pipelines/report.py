@@ -9,9 +9,11 @@ window, and returns new report tables built with the pure functions of `kafkatap
 and write nothing themselves: `run` reads the inputs once, casts each step's tables to `kafkatap.pipelines.schema`,
 writes them, and hands the written copies to later steps, which then read Parquet instead of recomputing a lineage.
 A job has a second step only where a table is built from one the job itself writes (sessions' fetch links from its
-members). `summary.json` is rebuilt from whatever the report holds after every run, so running one job or all of
-them leaves a consistent report. The spark-submit mains of `kafkatap.pipelines.submit` run one job through `run`,
-`kafkatap analyze` runs them all.
+members). A job that reads another job's tables names it in `Job.needs`, and `run` runs the needed jobs first: every
+table a step reads from `done` was written by this run, from these inputs. Intermediates several jobs share are
+computed once per run (`kafkatap.pipelines.intermediates`). `summary.json` is rebuilt from whatever the report holds
+after every run, so running one job or all of them leaves a consistent report. The spark-submit mains of
+`kafkatap.pipelines.submit` run one job (and what it needs) through `run`, `kafkatap analyze` runs them all.
 """
 
 from __future__ import annotations
@@ -21,12 +23,16 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
 from kafkatap.dissect.tables.schema import ANOMALIES, BATCHES, FRAMES, RECORDS, SHARE
 from kafkatap.pipelines import schema
 from kafkatap.pipelines.inputs import check_inputs
-from kafkatap.pipelines.storage import delete, exists, join_uri, read_table, window_interval, write_json, write_table
+from kafkatap.pipelines.intermediates import ONE_PARTITION_BYTES, once_per_run, partitioned
+from kafkatap.pipelines.storage import (
+    delete, exists, join_uri, read_table, size_bytes, window_interval, write_json, write_table
+)
 from kafkatap.pipelines.transforms import throughput
 from kafkatap.pipelines.transforms.conflicts import ownership_conflicts
 from kafkatap.pipelines.transforms.connections import connections
@@ -51,27 +57,38 @@ class Inputs:
     records: DataFrame | None  # None when the capture was dissected without --records
     share: DataFrame
     anomalies: DataFrame
+    one_partition: bool  # small enough to analyse in one partition (`intermediates.ONE_PARTITION_BYTES`)
 
 
 def read_inputs(spark: SparkSession, out: str) -> Inputs:
     has_records = exists(spark, join_uri(out, "records"))
+    one = size_bytes(spark, out) <= ONE_PARTITION_BYTES
+
+    def read(name: str, sch: pa.Schema) -> DataFrame:
+        return partitioned(read_table(spark, out, name, sch), one)
+
     return Inputs(
-        frames=read_table(spark, out, "frames", FRAMES),
-        batches=read_table(spark, out, "batches", BATCHES),
-        records=read_table(spark, out, "records", RECORDS) if has_records else None,
-        share=read_table(spark, out, "share", SHARE),
-        anomalies=read_table(spark, out, "anomalies", ANOMALIES),
+        frames=read("frames", FRAMES),
+        batches=read("batches", BATCHES),
+        records=read("records", RECORDS) if has_records else None,
+        share=read("share", SHARE),
+        anomalies=read("anomalies", ANOMALIES),
+        one_partition=one,
     )
 
+
+JOB_PROPERTY = "kafkatap.job"
+"""The Spark local property naming the kafkatap job a Spark job runs for (in the UI's and the event log's job
+properties)."""
 
 Step = Callable[[Inputs, Mapping[str, DataFrame], str], dict[str, DataFrame]]
 
 
-def _write(spark: SparkSession, report: str, tables: dict[str, DataFrame]) -> dict[str, DataFrame]:
+def _write(spark: SparkSession, report: str, tables: dict[str, DataFrame], one_partition: bool) -> dict[str, DataFrame]:
     """Write tables, then hand back the written copies so later steps read Parquet instead of recomputing."""
     for name, df in tables.items():
         write_table(df, report, name, schema.TABLES[name])
-    return {name: read_table(spark, report, name, schema.TABLES[name]) for name in tables}
+    return {name: partitioned(read_table(spark, report, name, schema.TABLES[name]), one_partition) for name in tables}
 
 
 def session_tables(inp: Inputs, done: Mapping[str, DataFrame], window: str) -> dict[str, DataFrame]:
@@ -95,12 +112,8 @@ def fenced_tables(inp: Inputs, done: Mapping[str, DataFrame], window: str) -> di
 
 
 def duplicate_tables(inp: Inputs, done: Mapping[str, DataFrame], window: str) -> dict[str, DataFrame]:
-    """Reuses the members and fencings this run wrote; computes them when the jobs that write them did not run."""
-    members_df = done.get("sessions/members")
-    members_df = members_df if members_df is not None else members(inp.frames, inp.batches)
-    fenced_df = done.get("fenced_epochs")
-    fenced_df = fenced_df if fenced_df is not None else fenced_epochs(inp.frames, inp.batches)
-    table = duplicate_deliveries(inp.frames, inp.batches, inp.records, inp.share, member_spans(members_df), fenced_df)
+    table = duplicate_deliveries(inp.frames, inp.batches, inp.records, inp.share,
+                                 member_spans(done["sessions/members"]), done["fenced_epochs"])
     return {"duplicate_deliveries": table}
 
 
@@ -118,16 +131,13 @@ def rebalance_tables(inp: Inputs, done: Mapping[str, DataFrame], window: str) ->
 
 
 def e2e_tables(inp: Inputs, done: Mapping[str, DataFrame], window: str) -> dict[str, DataFrame]:
-    """Reuses the fetch links this run wrote; computes them when the sessions job did not run."""
-    links = done.get("sessions/fetch_links")
-    links = links if links is not None else fetch_links(inp.frames, member_spans(members(inp.frames, inp.batches)))
+    links = done["sessions/fetch_links"]
     return {"e2e_latency": e2e_latency(inp.batches, inp.records, links, window_interval(window))}
 
 
 def conflict_tables(inp: Inputs, done: Mapping[str, DataFrame], window: str) -> dict[str, DataFrame]:
-    members_df = done.get("sessions/members")
-    members_df = members_df if members_df is not None else members(inp.frames, inp.batches)
-    return {"ownership_conflicts": ownership_conflicts(inp.frames, inp.batches, member_spans(members_df))}
+    spans = member_spans(done["sessions/members"])
+    return {"ownership_conflicts": ownership_conflicts(inp.frames, inp.batches, spans)}
 
 
 def share_record_tables(inp: Inputs, done: Mapping[str, DataFrame], window: str) -> dict[str, DataFrame]:
@@ -141,26 +151,50 @@ def share_spso_tables(inp: Inputs, done: Mapping[str, DataFrame], window: str) -
             "share_spso/pinned": spso_pinned(records, inp.frames)}
 
 
-JOBS: dict[str, tuple[Step, ...]] = {
-    "sessions": (session_tables, fetch_link_tables),
-    "fenced_epochs": (fenced_tables,),
-    "duplicate_deliveries": (duplicate_tables,),
-    "throughput": (throughput_tables,),
-    "share_records": (share_record_tables, share_spso_tables),
-    "rebalances": (rebalance_tables,),
-    "e2e_latency": (e2e_tables,),
-    "ownership_conflicts": (conflict_tables,),
+@dataclass(frozen=True)
+class Job:
+    steps: tuple[Step, ...]
+    needs: tuple[str, ...] = ()
+    """Jobs whose tables the steps read from `done`: run before this one."""
+
+
+JOBS: dict[str, Job] = {
+    "sessions": Job((session_tables, fetch_link_tables)),
+    "fenced_epochs": Job((fenced_tables,)),
+    "duplicate_deliveries": Job((duplicate_tables,), needs=("sessions", "fenced_epochs")),
+    "throughput": Job((throughput_tables,)),
+    "share_records": Job((share_record_tables, share_spso_tables)),
+    "rebalances": Job((rebalance_tables,)),
+    "e2e_latency": Job((e2e_tables,), needs=("sessions",)),
+    "ownership_conflicts": Job((conflict_tables,), needs=("sessions",)),
 }
 
 
-def existing_tables(spark: SparkSession, report: str) -> dict[str, DataFrame]:
-    return {name: read_table(spark, report, name, sch) for name, sch in schema.TABLES.items()
-            if exists(spark, join_uri(report, name))}
+def with_needs(jobs: list[str]) -> list[str]:
+    """`jobs` in order, each preceded by the jobs it needs (once, first use wins)."""
+    ordered: list[str] = []
+
+    def add(job: str) -> None:
+        if job not in ordered:
+            for need in JOBS[job].needs:
+                add(need)
+            ordered.append(job)
+
+    for job in jobs:
+        add(job)
+    return ordered
+
+
+def existing_tables(spark: SparkSession, report: str, done: Mapping[str, DataFrame]) -> dict[str, DataFrame]:
+    """Every table the report holds: this run's as written (`done`), earlier runs' read from REPORT."""
+    return {name: done[name] if name in done else read_table(spark, report, name, sch)
+            for name, sch in schema.TABLES.items() if name in done or exists(spark, join_uri(report, name))}
 
 
 def run(spark: SparkSession, out: str, report: str, jobs: list[str], window: str = "1s",
         on_job: Callable[[str, float], None] | None = None) -> dict:
-    """Run `jobs` in order (later jobs reuse earlier tables), then rewrite REPORT/summary.json; returns it.
+    """Run `jobs` in order, with the jobs they need before them (`with_needs`; later jobs reuse earlier tables), then
+    rewrite REPORT/summary.json; returns it.
     `on_job(job, seconds)` hears of each job as it finishes. OUT must be a dissector output (`check_inputs`), and the
     old summary.json goes first, so a run that fails part-way leaves no summary claiming a complete report."""
     window_interval(window)
@@ -168,14 +202,19 @@ def run(spark: SparkSession, out: str, report: str, jobs: list[str], window: str
     delete(spark, join_uri(report, "summary.json"))
     inp = read_inputs(spark, out)
     done: dict[str, DataFrame] = {}
-    for job in jobs:
-        start = time.perf_counter()
-        for step in JOBS[job]:
-            done |= _write(spark, report, step(inp, done, window))
-        if on_job is not None:
-            on_job(job, time.perf_counter() - start)
-    tables = existing_tables(spark, report)
-    result = summary(inp.frames, inp.batches, inp.anomalies, tables, window)
+    with once_per_run(spark, inp.one_partition):
+        for job in with_needs(jobs):
+            start = time.perf_counter()
+            spark.sparkContext.setLocalProperty(JOB_PROPERTY, job)  # Spark's jobs and event log say whose they are
+            try:
+                for step in JOBS[job].steps:
+                    done |= _write(spark, report, step(inp, done, window), inp.one_partition)
+            finally:
+                spark.sparkContext.setLocalProperty(JOB_PROPERTY, None)
+            if on_job is not None:
+                on_job(job, time.perf_counter() - start)
+        tables = existing_tables(spark, report, done)
+        result = summary(inp.frames, inp.batches, inp.anomalies, tables, window)
     write_json(spark, join_uri(report, "summary.json"), result)
     return result
 

@@ -28,6 +28,12 @@ SETTINGS: dict[str, str] = {
 }
 
 
+QUICK_JIT = "-XX:TieredStopAtLevel=1"
+"""The JVM's quick compiler only. A short run executes a great deal of Spark's code a few times each, and the
+optimizing compiler (C2) spent more CPU compiling it than the run then saved (on the bundled sample, about half of the
+JVM's CPU); a long run over a large input keeps both compilers."""
+
+
 def _loopback(host: str) -> bool:
     try:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
@@ -46,10 +52,11 @@ def on_this_machine(master: str | None) -> bool:
 
 
 def get_spark(app: str, master: str | None = None, shuffle_partitions: int | None = None,
-              log: str | None = None) -> SparkSession:
-    """Reuse the running session (spark-submit, tests) or start one; `master` only applies to a new one, and so does
-    `log`, the file a JVM started here writes its output to (None: the terminal). A JVM that cannot start (no Java,
-    no master) is a `CommandError`. A session on a cluster gets the package shipped to its executors (`ship`)."""
+              log: str | None = None, short_run: bool = False) -> SparkSession:
+    """Reuse the running session (spark-submit, tests) or start one; `master` only applies to a new one, and so do
+    `log`, the file a JVM started here writes its output to (None: the terminal), and `short_run` (a small input,
+    `inputs.fits_one_partition`: a local JVM then compiles with C1 only, `QUICK_JIT`). A JVM that cannot start (no
+    Java, no master) is a `CommandError`. A session on a cluster gets the package shipped to its executors (`ship`)."""
     builder = SparkSession.builder.appName(app)
     if master:
         builder = builder.master(master)
@@ -64,7 +71,8 @@ def get_spark(app: str, master: str | None = None, shuffle_partitions: int | Non
         # `python3` on the PATH, may be one without pyspark or kafkatap).
         builder = (builder.config("spark.ui.showConsoleProgress", "false")
                    .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
-                   .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG4J2}"))
+                   .config("spark.driver.extraJavaOptions",
+                           f"-Dlog4j2.configurationFile={LOG4J2}" + (f" {QUICK_JIT}" if short_run else "")))
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     if shuffle_partitions is None and one_machine:

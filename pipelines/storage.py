@@ -41,6 +41,12 @@ def exists(spark: SparkSession, uri: str) -> bool:
     return bool(fs.exists(path))
 
 
+def size_bytes(spark: SparkSession, uri: str) -> int:
+    """Bytes of every file under `uri` (0 when absent)."""
+    fs, path = _hadoop_path(spark, uri)
+    return int(fs.getContentSummary(path).getLength()) if fs.exists(path) else 0
+
+
 def delete(spark: SparkSession, uri: str) -> None:
     """Remove a file (not a folder) if it is there."""
     fs, path = _hadoop_path(spark, uri)
@@ -58,11 +64,9 @@ def read_table(spark: SparkSession, root: str, name: str, schema: pa.Schema) -> 
     struct = spark_schema(schema)
     if not exists(spark, uri):
         return spark.createDataFrame([], struct)
-    df = spark.read.parquet(uri)
-    cols = []
-    for f in struct:
-        cols.append((F.col(f.name) if f.name in df.columns else F.lit(None)).cast(f.dataType).alias(f.name))
-    return df.select(cols)
+    # Read with the declared schema instead of inferring one from the files' footers (a step per read): a column
+    # the files lack reads as nulls, one they have besides is left out.
+    return spark.read.schema(struct).parquet(uri)
 
 
 def write_table(df: DataFrame, report: str, name: str, schema: pa.Schema) -> None:

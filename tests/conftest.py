@@ -32,7 +32,9 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> Iterat
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator["pyspark.sql.SparkSession"]:  # noqa: F821 - pyspark imported lazily
-    """local[2] with few shuffle partitions: test frames are tiny, so 200 default partitions would only cost time.
+    """local[2] with the settings `kafkatap analyze` gives a small input (`intermediates.ONE_PARTITION_CONF`:
+    no shuffle partitions to speak of, no broadcasts, expressions interpreted) and its JVM's quick compiler only
+    (`spark.QUICK_JIT`): test frames are tiny, and thousands of different small queries are what the session runs.
     2 GB of driver heap: the pipelines' query plans are large (many windows and unions) and every test keeps adding
     to the same JVM. 2 MB memory pages: Spark sizes a page from the heap and the cores (32 MB here) and each hash
     aggregation, sort and broadcast table takes whole pages, while the session's storage keeps earlier broadcasts;
@@ -41,11 +43,14 @@ def spark() -> Iterator["pyspark.sql.SparkSession"]:  # noqa: F821 - pyspark imp
     pytest.importorskip("pyspark")
     from pyspark.sql import SparkSession
 
-    session = (
+    from kafkatap.pipelines.intermediates import ONE_PARTITION_CONF
+    from kafkatap.pipelines.spark import QUICK_JIT
+
+    builder = (
         SparkSession.builder.master("local[2]")
         .appName("kafkatap-tests")
-        .config("spark.sql.shuffle.partitions", "4")
         .config("spark.default.parallelism", "2")
+        .config("spark.driver.extraJavaOptions", QUICK_JIT)
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "UTC")
@@ -54,8 +59,10 @@ def spark() -> Iterator["pyspark.sql.SparkSession"]:  # noqa: F821 - pyspark imp
         .config("spark.driver.memory", "2g")
         .config("spark.buffer.pageSize", "2m")
         .config("spark.sql.ui.retainedExecutions", "5")
-        .getOrCreate()
     )
+    for key, value in ONE_PARTITION_CONF.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()

@@ -10,7 +10,7 @@ import sys
 
 from kafkatap import errors
 from kafkatap.pipelines.failures import spark_failures
-from kafkatap.pipelines.inputs import check_local
+from kafkatap.pipelines.inputs import check_local, fits_one_partition
 from kafkatap.pipelines.launch import log_path
 from kafkatap.pipelines.report import JOBS, run
 from kafkatap.pipelines.spark import get_spark
@@ -42,8 +42,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
                         help="Spark master (default: spark-submit's, else local[*])")
     parser.add_argument("--window", default="1s", type=window_arg,
                         help="throughput window, e.g. 500ms, 1s, 1m (default 1s)")
+    needs = "; ".join(f"{job} needs {' and '.join(j.needs)}" for job, j in JOBS.items() if j.needs)
     parser.add_argument("--jobs", default=list(JOBS), type=jobs_arg,
-                        help=f"comma-separated subset of {', '.join(JOBS)}")
+                        help=f"comma-separated subset of {', '.join(JOBS)} (the jobs a job needs run first: {needs})")
     parser.add_argument("--verbose", action="store_true",
                         help="leave Spark's own log on the terminal instead of a file under the temp folder")
     return parser.parse_args(argv)
@@ -57,7 +58,7 @@ def main(argv: list[str]) -> int:
     master = args.master or (None if os.environ.get("PYSPARK_GATEWAY_PORT") else "local[*]")
     log = None if args.verbose else log_path("analyze")
     with spark_failures(args.out, log):
-        spark = get_spark("kafkatap-analyze", master, log=log)
+        spark = get_spark("kafkatap-analyze", master, log=log, short_run=fits_one_partition(args.frames))
         result = run(spark, args.frames, args.out, args.jobs, args.window,
                      on_job=lambda job, seconds: print(f"{job}: done in {seconds:.1f} s", file=sys.stderr, flush=True))
     print(json.dumps(result, indent=2, sort_keys=True))

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from kafkatap.pipelines.intermediates import intermediate
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 from kafkatap.dissect.protocol.generated.errors import ErrorCode
 from kafkatap.pipelines.storage import client_host
@@ -54,6 +55,7 @@ def request_str(path: str) -> Column:
     return F.get_json_object(F.col("request_json"), path)
 
 
+@intermediate
 def group_kinds(frames: DataFrame) -> DataFrame:
     """(group_id, kind): a group is `consumer_group` if any ConsumerGroupHeartbeat names it, `share_group` for share
     apis, else `classic_group` (JoinGroup / OffsetCommit-only groups)."""
@@ -66,6 +68,7 @@ def group_kinds(frames: DataFrame) -> DataFrame:
                                                      F.lit("consumer_group")), F.col("rank")).alias("kind")))
 
 
+@intermediate
 def capture_bounds(frames: DataFrame) -> DataFrame:
     """One row: (capture_start, capture_end) over every request and response time."""
     return frames.agg(F.min(F.least("ts_request", "ts_response")).alias("capture_start"),

@@ -21,6 +21,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
+from kafkatap.pipelines.intermediates import intermediate
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 from kafkatap.dissect.protocol.generated.errors import ErrorCode
 from kafkatap.pipelines.transforms.common import is_ok, request_source, response_source
@@ -133,5 +134,6 @@ def kip848_episodes(frames: DataFrame) -> DataFrame:
     return _opened(_with_previous(closed, "consumer_group"), signals)
 
 
+@intermediate
 def episodes(frames: DataFrame) -> DataFrame:
     return classic_episodes(frames).unionByName(kip848_episodes(frames))

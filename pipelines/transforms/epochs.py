@@ -11,6 +11,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from kafkatap.pipelines.intermediates import intermediate
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 from kafkatap.pipelines.transforms.common import (
     group_kinds, is_ok, nonempty, request_str, response_source, response_str
@@ -37,6 +38,7 @@ def _member_party(member: Column) -> Column:
     return F.concat_ws("/", F.col("group_id"), member)
 
 
+@intermediate
 def handed_epochs(frames: DataFrame) -> DataFrame:
     """Successful responses that hand an epoch to a party."""
     ok = frames.where(is_ok(F.col("error_code")))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from kafkatap.pipelines.intermediates import materialize
 from kafkatap.pipelines.transforms.common import (
     FENCING_ERRORS, MEMBER_FENCING, PRODUCER_FENCING, SHARE_SESSION_FENCING,
 )
@@ -60,7 +61,8 @@ def fenced_epochs(frames: DataFrame, batches: DataFrame) -> DataFrame:
                .drop("_reported", "_inferred", "handed"))
     txn_ids = (handed.where((F.col("kind") == "producer") & F.col("transactional_id").isNotNull())
                .groupBy("producer_id").agg(F.min("transactional_id").alias("_txn_id")))
-    folded = (_fold(flagged).join(txn_ids, "producer_id", "left")
-              .withColumn("transactional_id", F.coalesce("transactional_id", "_txn_id")).drop("_txn_id"))
+    # Materialized: the fencers read the fencings three times (producers', members', and the join back).
+    folded = materialize(_fold(flagged).join(txn_ids, "producer_id", "left")
+                         .withColumn("transactional_id", F.coalesce("transactional_id", "_txn_id")).drop("_txn_id"))
     folded = with_fencers(folded, handed, ownership(frames, batches))
     return folded.unionByName(leader_fencings(frames), allowMissingColumns=True).select(OUTPUT)

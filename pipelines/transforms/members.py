@@ -5,6 +5,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from kafkatap.pipelines.intermediates import intermediate
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 from kafkatap.pipelines.transforms.common import (
     MEMBER_FENCING, capture_bounds, group_kinds, is_ok, nonempty, request_str, response_str, with_client_host
@@ -18,12 +19,14 @@ CONSUMER_ASSIGNMENT = "struct<assigned_partitions:array<struct<topic:string,part
 """The dissector's `$consumer` form of a classic SyncGroup assignment (dissect/kafka/consumer_protocol.py)."""
 
 
+@intermediate
 def topic_names(batches: DataFrame) -> DataFrame:
     """(topic_id, topic) pairs the dissector resolved, for naming KIP-848 assignments (which carry ids only)."""
     return (batches.where(F.col("topic_id").isNotNull() & (F.col("topic") != F.col("topic_id")))
             .groupBy("topic_id").agg(F.min("topic").alias("topic")))
 
 
+@intermediate
 def member_frames(frames: DataFrame) -> DataFrame:
     """Coordinator frames of consumer-group members (commits included: a refused commit can be how a member learns
     it was fenced), with the member id the broker answered where it assigned one."""

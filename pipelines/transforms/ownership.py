@@ -14,6 +14,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from kafkatap.pipelines.intermediates import intermediate
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 from kafkatap.pipelines.transforms.common import MEMBER_FENCING, request_source, request_str, response_source
 from kafkatap.pipelines.transforms.members import member_frames, received_assignments
@@ -46,6 +47,7 @@ def _releases(frames: DataFrame) -> DataFrame:
     return events.select("group_id", "member_id", F.col("rts").alias("ts"), "keep", "evidence")
 
 
+@intermediate
 def ownership(frames: DataFrame, batches: DataFrame) -> DataFrame:
     """One row per (member, partition, uninterrupted ownership), columns INTERVAL (`conn_id`: where it was handed);
     evidence as `<api> response corr=… conn=… at …` (or the request that ended it)."""

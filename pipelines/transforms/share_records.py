@@ -14,6 +14,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from kafkatap.pipelines.intermediates import materialize
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 from kafkatap.dissect.protocol.generated.errors import ErrorCode
 from kafkatap.pipelines.transforms.common import capture_bounds
@@ -155,10 +156,12 @@ def _skipped_after(history: DataFrame, acquired: DataFrame, ended: Column) -> Da
 
 def share_records(frames: DataFrame, share: DataFrame) -> DataFrame:
     responses = _responses(frames)
-    acquired, acks = _acquisitions(share, responses), _acks(share, responses)
+    # Materialized: each is read by the sweep, the range joins and the skipped ranges; the delivery histories by
+    # everything after them. Spark would otherwise plan (and run) their lineage again in each reader.
+    acquired, acks = materialize(_acquisitions(share, responses)), materialize(_acks(share, responses))
     end = capture_bounds(frames).select("capture_end")
-    history = _with_deliveries(_histories(acquired, acks).crossJoin(F.broadcast(end))).drop("acq", "acks",
-                                                                                            "capture_end")
+    history = materialize(_with_deliveries(_histories(acquired, acks).crossJoin(F.broadcast(end))).drop(
+        "acq", "acks", "capture_end"))
     last = F.element_at("h", -1)
     history = (_skipped_after(history.withColumn("_let_go", last["end"].isin("released", "lock_timeout")),
                               acquired, last["_ended"])

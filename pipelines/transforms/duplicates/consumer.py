@@ -9,6 +9,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
+from kafkatap.pipelines.intermediates import materialize
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 from kafkatap.pipelines.transforms.common import group_kinds, is_ok, response_str, with_client_host
 from kafkatap.pipelines.transforms.duplicates.commits import commits, with_consumed
@@ -123,8 +124,8 @@ def consumer_duplicates(batches: DataFrame, records: DataFrame | None, spans: Da
     key = ["group_key", "group_id", "topic", "partition"]
     # Materialized once: every later step reads the deliveries several times, and Spark would otherwise plan and
     # run their whole lineage (links, windows, commits) again inside each of those steps.
-    deliveries = with_consumed(_consumer_deliveries(batches, spans), commits(frames)).localCheckpoint()
-    runs = _first_two(_coverage_runs(deliveries, key), deliveries, key).localCheckpoint()
+    deliveries = materialize(with_consumed(_consumer_deliveries(batches, spans), commits(frames)))
+    runs = materialize(_first_two(_coverage_runs(deliveries, key), deliveries, key))
     caused = _with_cause(_record_counts(runs, records), _group_events(frames, fenced))
     kinds = group_kinds(frames).withColumnRenamed("kind", "group_kind")
     return (caused.where(F.col("records") > 0).drop("group_key").join(kinds, "group_id", "left")

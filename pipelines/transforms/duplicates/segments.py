@@ -20,9 +20,10 @@ def sweep(key: list[str], *sources: tuple[DataFrame, str, str, dict[str, Column]
     names = sorted({n for *_, weights in sources for n in weights})
     events = None
     for df, lo, hi, weights in sources:
-        for pos, sign in ((F.col(lo), 1), (F.col(hi) + 1, -1)):
-            part = df.select(*key, pos.alias("pos"), *[(weights.get(n, F.lit(0)) * sign).alias(n) for n in names])
-            events = part if events is None else events.unionByName(part)
+        edges = [F.struct(pos.alias("pos"), *[(weights.get(n, F.lit(0)) * sign).alias(n) for n in names])
+                 for pos, sign in ((F.col(lo), 1), (F.col(hi) + 1, -1))]
+        part = df.select(*key, F.inline(F.array(*edges)))  # both edges of a range in one pass over it
+        events = part if events is None else events.unionByName(part)
     by_pos = Window.partitionBy(*key).orderBy("pos")
     upto = by_pos.rowsBetween(Window.unboundedPreceding, 0)
     return (events.groupBy(*key, "pos").agg(*[F.sum(n).alias(n) for n in names])

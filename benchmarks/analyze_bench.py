@@ -1,0 +1,132 @@
+"""Wall time, CPU and Spark's own cost (jobs, stages, tasks, plan sizes) of `kafkatap analyze`, as a user runs it.
+
+    python benchmarks/analyze_bench.py [OUT ...] [--runs 3] [--master local[*]] [--conf KEY=VALUE ...]
+
+Each OUT is a `kafkatap dissect` output folder; with none, the bundled `day_in_the_life` sample is dissected first
+(with --records). Every round runs `kafkatap analyze OUT -o REPORT` once per input, in turn, as a fresh command (the
+JVM's start included, as a user pays it), under a probe process that adopts the JVM when the command's Python exits
+(a child subreaper), so the CPU seconds are the whole run's, Java's included. Spark writes an event log per run
+(`spark_events`): its jobs, stages, tasks, SQL queries and largest physical plan, per kafkatap job, are the figures
+that grow with a plan long before seconds do on a busy machine. Printed: per input, the medians over --runs of wall
+and CPU seconds, each kafkatap job's seconds (as the command printed them) and counts, as a table and as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import spark_events  # noqa: E402 - a sibling module, found through the path set above
+
+PYTHON = sys.executable
+SAMPLE = "day_in_the_life"
+
+_PROBE = """
+import ctypes, json, os, resource, subprocess, sys, time
+ctypes.CDLL(None).prctl(36, 1)  # PR_SET_CHILD_SUBREAPER: the JVM, orphaned when the command exits, comes to us
+start = time.perf_counter()
+run = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+wall = time.perf_counter() - start
+while True:  # reap the adopted JVM so its CPU counts in RUSAGE_CHILDREN
+    try:
+        os.wait()
+    except ChildProcessError:
+        break
+u = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(json.dumps({"rc": run.returncode, "wall": wall, "cpu": u.ru_utime + u.ru_stime, "stderr": run.stderr}))
+"""
+_DONE = re.compile(r"^(\w+): done in ([\d.]+) s$", re.M)
+
+
+def dissect_sample(work: Path) -> Path:
+    """The bundled sample dissected with records, as `make demo` does."""
+    from kafkatap.samples import SAMPLE_DIR  # noqa: PLC0415 - only when no OUT is given
+
+    truth = json.loads((SAMPLE_DIR / f"{SAMPLE}.truth.json").read_text())
+    out = work / SAMPLE
+    ports = [a for p in truth["broker_ports"] for a in ("--port", str(p))]
+    subprocess.run([PYTHON, "-m", "kafkatap.cli", "dissect", str(SAMPLE_DIR / truth["capture"]), "-o", str(out),
+                    "--records", "-q", *ports], check=True, stdout=subprocess.DEVNULL)
+    return out
+
+
+def analyze_once(out: Path, report: Path, logs: Path, master: str, extra: list[str]) -> dict:
+    """One `kafkatap analyze` under the probe: wall, CPU, each job's seconds and Spark's costs. `extra`: more
+    `key=value` Spark settings, to compare one against the default."""
+    logs.mkdir(parents=True, exist_ok=True)
+    settings = [f"{k}={v}" for k, v in spark_events.conf(logs).items()] + extra
+    conf = " ".join(f"--conf {s}" for s in settings)
+    env = {**os.environ, "PYSPARK_SUBMIT_ARGS": f"{conf} pyspark-shell"}
+    cmd = [PYTHON, "-m", "kafkatap.cli", "analyze", str(out), "-o", str(report), "--master", master]
+    probe = subprocess.run([PYTHON, "-c", _PROBE, *cmd], check=True, capture_output=True, text=True, env=env)
+    result = json.loads(probe.stdout)
+    if result["rc"] != 0:
+        raise RuntimeError(f"analyze {out} failed ({result['rc']}): {result['stderr'][-2000:]}")
+    costs = spark_events.read(spark_events.newest_log(logs))
+    return {"wall": result["wall"], "cpu": result["cpu"],
+            "jobs": {job: float(s) for job, s in _DONE.findall(result["stderr"])}, "spark": costs}
+
+
+def summarize(out: Path, runs: list[dict]) -> dict:
+    """Medians over the runs (Spark's counts are the same in every run but for the broadcasts adaptive execution
+    picks; the median is reported)."""
+    def med(values) -> float:
+        return round(statistics.median(values), 2)
+
+    jobs = {job: {"seconds": med(r["jobs"][job] for r in runs),
+                  **{k: int(med(getattr(r["spark"][job], k) for r in runs))
+                     for k in ("jobs", "stages", "tasks", "queries", "largest_plan")}}
+            for job in runs[0]["jobs"] if all(job in r["spark"] for r in runs)}
+    total = {k: int(med(getattr(r["spark"]["total"], k) for r in runs))
+             for k in ("jobs", "stages", "tasks", "queries", "largest_plan", "plan_chars")}
+    return {"input": str(out), "runs": len(runs), "wall_s": med(r["wall"] for r in runs),
+            "cpu_s": med(r["cpu"] for r in runs), "walls_s": [round(r["wall"], 2) for r in runs],
+            "spark": total, "jobs": jobs}
+
+
+def table(result: dict) -> str:
+    lines = [f"{result['input']}: wall {result['wall_s']} s (runs {result['walls_s']}), CPU {result['cpu_s']} s; "
+             f"Spark jobs {result['spark']['jobs']}, stages {result['spark']['stages']}, tasks "
+             f"{result['spark']['tasks']}, queries {result['spark']['queries']}, largest plan "
+             f"{result['spark']['largest_plan']:,} chars ({result['spark']['plan_chars']:,} in all)",
+             f"  {'job':<22}{'s':>7}{'jobs':>6}{'stages':>8}{'tasks':>7}{'queries':>9}{'largest plan':>14}"]
+    for job, j in result["jobs"].items():
+        lines.append(f"  {job:<22}{j['seconds']:>7.1f}{j['jobs']:>6}{j['stages']:>8}{j['tasks']:>7}{j['queries']:>9}"
+                     f"{j['largest_plan']:>14,}")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("outs", nargs="*", type=Path, metavar="OUT", help="dissect output folders (default: the "
+                        f"bundled {SAMPLE} sample, dissected here)")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--master", default="local[*]")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="a Spark setting for every run (repeatable), to measure it against a run without")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="kafkatap-analyze-bench-") as tmp:
+        work = Path(tmp)
+        outs = args.outs or [dissect_sample(work)]
+        seen: dict[Path, list[dict]] = {out: [] for out in outs}
+        for i in range(args.runs):
+            for n, out in enumerate(outs):  # inputs alternate, so a slow spell of the machine hits them alike
+                seen[out].append(analyze_once(out, work / f"report-{n}-{i}", work / f"events-{n}-{i}", args.master,
+                                              args.conf))
+        results = [summarize(out, runs) for out, runs in seen.items()]
+    for result in results:
+        print(table(result))
+    print(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
