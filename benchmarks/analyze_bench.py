@@ -1,6 +1,7 @@
 """Wall time, CPU and Spark's own cost (jobs, stages, tasks, plan sizes) of `kafkatap analyze`, as a user runs it.
 
-    python benchmarks/analyze_bench.py [OUT ...] [--runs 3] [--master local[*]] [--conf KEY=VALUE ...]
+    python benchmarks/analyze_bench.py [OUT ...] [--runs 3] [--master local[*]] [--baseline-python PYTHON]
+        [--conf KEY=VALUE ...]
 
 Each OUT is a `kafkatap dissect` output folder; with none, the bundled `day_in_the_life` sample is dissected first
 (with --records). Every round runs `kafkatap analyze OUT -o REPORT` once per input, in turn, as a fresh command (the
@@ -9,6 +10,8 @@ JVM's start included, as a user pays it), under a probe process that adopts the 
 (`spark_events`): its jobs, stages, tasks, SQL queries and largest physical plan, per kafkatap job, are the figures
 that grow with a plan long before seconds do on a busy machine. Printed: per input, the medians over --runs of wall
 and CPU seconds, each kafkatap job's seconds (as the command printed them) and counts, as a table and as JSON.
+`--baseline-python` runs another installation's kafkatap beside this one (an earlier checkout's venv: the baseline in
+the same run); a version that does not tag its Spark jobs has its counts under "total" only.
 """
 
 from __future__ import annotations
@@ -58,14 +61,14 @@ def dissect_sample(work: Path) -> Path:
     return out
 
 
-def analyze_once(out: Path, report: Path, logs: Path, master: str, extra: list[str]) -> dict:
+def analyze_once(python: str, out: Path, report: Path, logs: Path, master: str, extra: list[str]) -> dict:
     """One `kafkatap analyze` under the probe: wall, CPU, each job's seconds and Spark's costs. `extra`: more
     `key=value` Spark settings, to compare one against the default."""
     logs.mkdir(parents=True, exist_ok=True)
     settings = [f"{k}={v}" for k, v in spark_events.conf(logs).items()] + extra
     conf = " ".join(f"--conf {s}" for s in settings)
     env = {**os.environ, "PYSPARK_SUBMIT_ARGS": f"{conf} pyspark-shell"}
-    cmd = [PYTHON, "-m", "kafkatap.cli", "analyze", str(out), "-o", str(report), "--master", master]
+    cmd = [python, "-m", "kafkatap.cli", "analyze", str(out), "-o", str(report), "--master", master]
     probe = subprocess.run([PYTHON, "-c", _PROBE, *cmd], check=True, capture_output=True, text=True, env=env)
     result = json.loads(probe.stdout)
     if result["rc"] != 0:
@@ -75,19 +78,20 @@ def analyze_once(out: Path, report: Path, logs: Path, master: str, extra: list[s
             "jobs": {job: float(s) for job, s in _DONE.findall(result["stderr"])}, "spark": costs}
 
 
-def summarize(out: Path, runs: list[dict]) -> dict:
+def summarize(name: str, runs: list[dict]) -> dict:
     """Medians over the runs (Spark's counts are the same in every run but for the broadcasts adaptive execution
     picks; the median is reported)."""
     def med(values) -> float:
         return round(statistics.median(values), 2)
 
+    counted = ("jobs", "stages", "tasks", "queries", "largest_plan")
     jobs = {job: {"seconds": med(r["jobs"][job] for r in runs),
-                  **{k: int(med(getattr(r["spark"][job], k) for r in runs))
-                     for k in ("jobs", "stages", "tasks", "queries", "largest_plan")}}
-            for job in runs[0]["jobs"] if all(job in r["spark"] for r in runs)}
+                  **({k: int(med(getattr(r["spark"][job], k) for r in runs)) for k in counted}
+                     if all(job in r["spark"] for r in runs) else {})}
+            for job in runs[0]["jobs"]}
     total = {k: int(med(getattr(r["spark"]["total"], k) for r in runs))
              for k in ("jobs", "stages", "tasks", "queries", "largest_plan", "plan_chars")}
-    return {"input": str(out), "runs": len(runs), "wall_s": med(r["wall"] for r in runs),
+    return {"input": name, "runs": len(runs), "wall_s": med(r["wall"] for r in runs),
             "cpu_s": med(r["cpu"] for r in runs), "walls_s": [round(r["wall"], 2) for r in runs],
             "spark": total, "jobs": jobs}
 
@@ -99,8 +103,9 @@ def table(result: dict) -> str:
              f"{result['spark']['largest_plan']:,} chars ({result['spark']['plan_chars']:,} in all)",
              f"  {'job':<22}{'s':>7}{'jobs':>6}{'stages':>8}{'tasks':>7}{'queries':>9}{'largest plan':>14}"]
     for job, j in result["jobs"].items():
-        lines.append(f"  {job:<22}{j['seconds']:>7.1f}{j['jobs']:>6}{j['stages']:>8}{j['tasks']:>7}{j['queries']:>9}"
-                     f"{j['largest_plan']:>14,}")
+        counts = (f"{j['jobs']:>6}{j['stages']:>8}{j['tasks']:>7}{j['queries']:>9}{j['largest_plan']:>14,}" if "jobs" in j
+                  else f"{'-':>6}{'-':>8}{'-':>7}{'-':>9}{'-':>14}")
+        lines.append(f"  {job:<22}{j['seconds']:>7.1f}{counts}")
     return "\n".join(lines)
 
 
@@ -110,18 +115,22 @@ def main() -> int:
                         f"bundled {SAMPLE} sample, dissected here)")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--master", default="local[*]")
+    parser.add_argument("--baseline-python", metavar="PYTHON",
+                        help="also run the kafkatap another Python has (e.g. an earlier checkout's venv), alternating")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                         help="a Spark setting for every run (repeatable), to measure it against a run without")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="kafkatap-analyze-bench-") as tmp:
         work = Path(tmp)
         outs = args.outs or [dissect_sample(work)]
-        seen: dict[Path, list[dict]] = {out: [] for out in outs}
+        pythons = {"": PYTHON} | ({"baseline ": args.baseline_python} if args.baseline_python else {})
+        runs = [(label, python, out) for out in outs for label, python in pythons.items()]
+        seen: dict[tuple[str, Path], list[dict]] = {(label, out): [] for label, _, out in runs}
         for i in range(args.runs):
-            for n, out in enumerate(outs):  # inputs alternate, so a slow spell of the machine hits them alike
-                seen[out].append(analyze_once(out, work / f"report-{n}-{i}", work / f"events-{n}-{i}", args.master,
-                                              args.conf))
-        results = [summarize(out, runs) for out, runs in seen.items()]
+            for n, (label, python, out) in enumerate(runs):  # alternating: a slow spell of the machine hits all
+                seen[label, out].append(analyze_once(python, out, work / f"report-{n}-{i}", work / f"events-{n}-{i}",
+                                                     args.master, args.conf))
+        results = [summarize(f"{label}{out}", ms) for (label, out), ms in seen.items()]
     for result in results:
         print(table(result))
     print(json.dumps(results, indent=1))

@@ -49,7 +49,7 @@ def analyze(out: str | os.PathLike, report: str | os.PathLike, *, spark: SparkSe
     `spark_log` (default: a new file under $TMPDIR/kafkatap-logs; verbose=True: the terminal); on_job(job, seconds)
     hears of each job as it ends."""
     from kafkatap.pipelines.failures import spark_failures
-    from kafkatap.pipelines.inputs import fits_one_partition
+    from kafkatap.pipelines.inputs import short_run
     from kafkatap.pipelines.launch import log_path
     from kafkatap.pipelines.report import JOBS, run
     from kafkatap.pipelines.spark import get_spark
@@ -58,7 +58,7 @@ def analyze(out: str | os.PathLike, report: str | os.PathLike, *, spark: SparkSe
     with spark_failures(os.fspath(report), log):
         if spark is None:
             spark = get_spark("kafkatap-analyze", master or "local[*]", log=log,
-                              short_run=fits_one_partition(os.fspath(out)))
+                              short_run=short_run(os.fspath(out)))
         return run(spark, os.fspath(out), os.fspath(report), list(jobs or JOBS), window, on_job=on_job)
 
 

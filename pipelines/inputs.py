@@ -16,7 +16,7 @@ from pyspark.sql import SparkSession
 from kafkatap.dissect.tables.schema import FRAMES
 from kafkatap.errors import CommandError
 from kafkatap.pipelines.failures import exception_text, java_reason
-from kafkatap.pipelines.intermediates import ONE_PARTITION_BYTES
+from kafkatap.pipelines.intermediates import interpreted
 from kafkatap.pipelines.storage import exists, join_uri
 
 DISSECT_FIRST = "run `kafkatap dissect CAPTURE -o OUT` first, then analyze OUT"
@@ -31,14 +31,14 @@ def local_path(uri: str) -> str | None:
     return uri if not parsed.scheme else None
 
 
-def fits_one_partition(out: str) -> bool:
-    """OUT is on this machine and small enough to analyse in one partition (`intermediates.ONE_PARTITION_BYTES`):
-    known before a JVM starts, so the JVM can be started for a short run."""
+def short_run(out: str) -> bool:
+    """OUT is on this machine and small enough for its expressions to be interpreted (`intermediates.run_conf`):
+    known before a JVM starts, so the JVM can be started for a short run (`spark.QUICK_JIT`)."""
     path = local_path(out)
     if path is None or not os.path.isdir(path):
         return False
     size = sum(os.path.getsize(os.path.join(folder, name)) for folder, _, names in os.walk(path) for name in names)
-    return size <= ONE_PARTITION_BYTES
+    return interpreted(size)
 
 
 def no_such_folder(out: str) -> CommandError:

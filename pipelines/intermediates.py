@@ -13,8 +13,9 @@ them as a Spark job of its own (374 jobs for 36 tables). Two rules remove that:
 - A run over inputs small enough for one task (`ONE_PARTITION_BYTES`) reads them, and materializes every
   intermediate, as one partition. Spark plans no shuffle over a single partition: an aggregation, a window or a
   join of such inputs runs in the stage that reads them, so a table is one job instead of one per shuffle. Joins
-  then sort and merge in that stage too, instead of broadcasting (a broadcast is a job of its own), and
-  expressions are interpreted instead of compiled (`ONE_PARTITION_CONF`).
+  then sort and merge in that stage too, instead of broadcasting (a broadcast is a job of its own)
+  (`ONE_PARTITION_CONF`). On the smallest inputs, expressions are interpreted instead of compiled
+  (`INTERPRETED_CONF`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,10 @@ from pyspark.sql import DataFrame, SparkSession
 ONE_PARTITION_BYTES = 256 << 20
 """Inputs (the dissector's Parquet) up to this size are analysed in one partition: about two million frames, a few
 seconds of one core's work per table."""
+INTERPRETED_BYTES = 2 << 20
+"""Inputs up to this size (a few thousand frames, the bundled samples) have their expressions interpreted. Measured
+one after the other in one session: the day_in_the_life sample (0.3 MB) took 29-37 s interpreted, 48-50 s compiled;
+a 215k-frame chatty capture (12 MB) 103 s interpreted, 65 s compiled."""
 ONE_PARTITION_CONF = {
     "spark.sql.shuffle.partitions": "1",  # what a checkpointed leaf's few shuffles use
     "spark.sql.autoBroadcastJoinThreshold": "-1",
@@ -37,12 +42,31 @@ ONE_PARTITION_CONF = {
     # A join of single partitions is only kept unshuffled when Spark's size estimate of each side is under this; a
     # materialized leaf has no estimate (Long.MAX_VALUE)
     "spark.sql.maxSinglePartitionBytes": str(2**63 - 1),
-    # Expressions interpreted, not compiled: on a cold JVM, generating and compiling Java for each query's stages
-    # (Janino, then the JIT on the generated classes) cost more CPU than a small input's rows take to interpret.
-    # `factoryMode` is the switch Spark's own tests use for that interpreted path.
+}
+INTERPRETED_CONF = {
+    # Generating and compiling Java for each query's stages (Janino, then the JIT on the generated classes) costs
+    # more CPU on a cold JVM than a tiny input's rows take to interpret. `factoryMode` is the switch Spark's own
+    # tests use for that interpreted path.
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
 }
+
+
+def one_partition(input_bytes: int) -> bool:
+    """Whether a run over `input_bytes` of input is analysed in one partition."""
+    return input_bytes <= ONE_PARTITION_BYTES
+
+
+def interpreted(input_bytes: int) -> bool:
+    """Whether a run over `input_bytes` of input interprets its expressions (and is short)."""
+    return input_bytes <= INTERPRETED_BYTES
+
+
+def run_conf(input_bytes: int) -> dict[str, str]:
+    """The session settings for a run over `input_bytes` of input."""
+    return ({**(ONE_PARTITION_CONF if one_partition(input_bytes) else {}),
+             **(INTERPRETED_CONF if interpreted(input_bytes) else {})})
+
 
 Intermediate = Callable[..., DataFrame]
 """A function of DataFrames only (positional), returning one."""
@@ -58,16 +82,17 @@ _RUN: ContextVar[_Run | None] = ContextVar("run", default=None)
 
 
 @contextmanager
-def once_per_run(spark: SparkSession, one_partition: bool) -> Iterator[None]:
-    """Intermediates computed inside are kept until the block ends; with `one_partition`, the session's settings for
-    one partition hold inside (and are restored after). A nested block shares the outer one's."""
+def once_per_run(spark: SparkSession, input_bytes: int) -> Iterator[None]:
+    """Intermediates computed inside are kept until the block ends; the session's settings for a run over
+    `input_bytes` of input (`run_conf`) hold inside and are restored after. A nested block shares the outer one's."""
     if _RUN.get() is not None:
         yield
         return
-    saved = {key: spark.conf.get(key, None) for key in ONE_PARTITION_CONF} if one_partition else {}
-    for key in saved:
-        spark.conf.set(key, ONE_PARTITION_CONF[key])
-    token = _RUN.set(_Run(one_partition))
+    conf = run_conf(input_bytes)
+    saved = {key: spark.conf.get(key, None) for key in conf}
+    for key, value in conf.items():
+        spark.conf.set(key, value)
+    token = _RUN.set(_Run(one_partition(input_bytes)))
     try:
         yield
     finally:

@@ -29,7 +29,7 @@ from pyspark.sql import DataFrame, SparkSession
 from kafkatap.dissect.tables.schema import ANOMALIES, BATCHES, FRAMES, RECORDS, SHARE
 from kafkatap.pipelines import schema
 from kafkatap.pipelines.inputs import check_inputs
-from kafkatap.pipelines.intermediates import ONE_PARTITION_BYTES, once_per_run, partitioned
+from kafkatap.pipelines.intermediates import once_per_run, one_partition, partitioned
 from kafkatap.pipelines.storage import (
     delete, exists, join_uri, read_table, size_bytes, window_interval, write_json, write_table
 )
@@ -57,12 +57,17 @@ class Inputs:
     records: DataFrame | None  # None when the capture was dissected without --records
     share: DataFrame
     anomalies: DataFrame
-    one_partition: bool  # small enough to analyse in one partition (`intermediates.ONE_PARTITION_BYTES`)
+    input_bytes: int  # what a run's settings depend on (`intermediates.run_conf`)
+
+    @property
+    def one_partition(self) -> bool:
+        return one_partition(self.input_bytes)
 
 
 def read_inputs(spark: SparkSession, out: str) -> Inputs:
     has_records = exists(spark, join_uri(out, "records"))
-    one = size_bytes(spark, out) <= ONE_PARTITION_BYTES
+    size = size_bytes(spark, out)
+    one = one_partition(size)
 
     def read(name: str, sch: pa.Schema) -> DataFrame:
         return partitioned(read_table(spark, out, name, sch), one)
@@ -73,7 +78,7 @@ def read_inputs(spark: SparkSession, out: str) -> Inputs:
         records=read("records", RECORDS) if has_records else None,
         share=read("share", SHARE),
         anomalies=read("anomalies", ANOMALIES),
-        one_partition=one,
+        input_bytes=size,
     )
 
 
@@ -202,7 +207,7 @@ def run(spark: SparkSession, out: str, report: str, jobs: list[str], window: str
     delete(spark, join_uri(report, "summary.json"))
     inp = read_inputs(spark, out)
     done: dict[str, DataFrame] = {}
-    with once_per_run(spark, inp.one_partition):
+    with once_per_run(spark, inp.input_bytes):
         for job in with_needs(jobs):
             start = time.perf_counter()
             spark.sparkContext.setLocalProperty(JOB_PROPERTY, job)  # Spark's jobs and event log say whose they are

@@ -32,7 +32,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> Iterat
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator["pyspark.sql.SparkSession"]:  # noqa: F821 - pyspark imported lazily
-    """local[2] with the settings `kafkatap analyze` gives a small input (`intermediates.ONE_PARTITION_CONF`:
+    """local[2] with the settings `kafkatap analyze` gives a small input (`intermediates.run_conf`:
     no shuffle partitions to speak of, no broadcasts, expressions interpreted) and its JVM's quick compiler only
     (`spark.QUICK_JIT`): test frames are tiny, and thousands of different small queries are what the session runs.
     2 GB of driver heap: the pipelines' query plans are large (many windows and unions) and every test keeps adding
@@ -43,7 +43,7 @@ def spark() -> Iterator["pyspark.sql.SparkSession"]:  # noqa: F821 - pyspark imp
     pytest.importorskip("pyspark")
     from pyspark.sql import SparkSession
 
-    from kafkatap.pipelines.intermediates import ONE_PARTITION_CONF
+    from kafkatap.pipelines.intermediates import run_conf
     from kafkatap.pipelines.spark import QUICK_JIT
 
     builder = (
@@ -60,7 +60,7 @@ def spark() -> Iterator["pyspark.sql.SparkSession"]:  # noqa: F821 - pyspark imp
         .config("spark.buffer.pageSize", "2m")
         .config("spark.sql.ui.retainedExecutions", "5")
     )
-    for key, value in ONE_PARTITION_CONF.items():
+    for key, value in run_conf(0).items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")

@@ -10,7 +10,7 @@ import sys
 
 from kafkatap import errors
 from kafkatap.pipelines.failures import spark_failures
-from kafkatap.pipelines.inputs import check_local, fits_one_partition
+from kafkatap.pipelines.inputs import check_local, short_run
 from kafkatap.pipelines.launch import log_path
 from kafkatap.pipelines.report import JOBS, run
 from kafkatap.pipelines.spark import get_spark
@@ -58,7 +58,7 @@ def main(argv: list[str]) -> int:
     master = args.master or (None if os.environ.get("PYSPARK_GATEWAY_PORT") else "local[*]")
     log = None if args.verbose else log_path("analyze")
     with spark_failures(args.out, log):
-        spark = get_spark("kafkatap-analyze", master, log=log, short_run=fits_one_partition(args.frames))
+        spark = get_spark("kafkatap-analyze", master, log=log, short_run=short_run(args.frames))
         result = run(spark, args.frames, args.out, args.jobs, args.window,
                      on_job=lambda job, seconds: print(f"{job}: done in {seconds:.1f} s", file=sys.stderr, flush=True))
     print(json.dumps(result, indent=2, sort_keys=True))

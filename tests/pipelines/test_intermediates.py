@@ -7,7 +7,9 @@ import pytest
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from kafkatap.pipelines.intermediates import ONE_PARTITION_CONF, intermediate, materialize, once_per_run, partitioned
+from kafkatap.pipelines.intermediates import (
+    ONE_PARTITION_BYTES, intermediate, materialize, once_per_run, partitioned, run_conf
+)
 from kafkatap.pipelines.report import JOBS, with_needs
 
 calls: list[int] = []
@@ -37,25 +39,25 @@ def test_an_intermediate_is_computed_once_per_run_and_kept_as_rows(spark) -> Non
     calls.clear()
     assert counted(df) is not counted(df) and len(calls) == 2  # outside a run: a plain function
     calls.clear()
-    with once_per_run(spark, one_partition=False):
+    with once_per_run(spark, ONE_PARTITION_BYTES + 1):
         first = counted(df)
         assert counted(df) is first and len(calls) == 1
         assert "LogicalRDD" in _leaf(first)  # a plan that starts from the kept rows, not from the lineage
         assert sorted(tuple(r) for r in first.collect()) == [(1, 2), (2, 1)]
         assert counted(other) is not first and len(calls) == 2
     calls.clear()
-    with once_per_run(spark, one_partition=False):
+    with once_per_run(spark, ONE_PARTITION_BYTES + 1):
         assert counted(df) is not first and len(calls) == 1  # a new run computes it again
 
 
 @pytest.mark.spark
 def test_a_one_partition_run_needs_no_shuffle_and_restores_the_settings(spark) -> None:
-    before = {key: spark.conf.get(key, None) for key in ONE_PARTITION_CONF}
+    before = {key: spark.conf.get(key, None) for key in run_conf(0)}
     spark.conf.set("spark.sql.shuffle.partitions", "7")
     try:
         df = spark.createDataFrame([(i % 3, i) for i in range(30)], ["k", "v"])
         assert df.rdd.getNumPartitions() > 1
-        with once_per_run(spark, one_partition=True):
+        with once_per_run(spark, 0):
             assert spark.conf.get("spark.sql.autoBroadcastJoinThreshold") == "-1"
             one = partitioned(df, True)
             kept = materialize(one.groupBy("k").agg(F.sum("v").alias("s")))
@@ -68,3 +70,4 @@ def test_a_one_partition_run_needs_no_shuffle_and_restores_the_settings(spark) -
     finally:
         spark.conf.set("spark.sql.shuffle.partitions", before["spark.sql.shuffle.partitions"] or "200")
     assert partitioned(df, False) is df
+    assert run_conf(ONE_PARTITION_BYTES + 1) == {}  # a large input keeps Spark's own settings
