@@ -103,8 +103,8 @@ def table(result: dict) -> str:
              f"{result['spark']['largest_plan']:,} chars ({result['spark']['plan_chars']:,} in all)",
              f"  {'job':<22}{'s':>7}{'jobs':>6}{'stages':>8}{'tasks':>7}{'queries':>9}{'largest plan':>14}"]
     for job, j in result["jobs"].items():
-        counts = (f"{j['jobs']:>6}{j['stages']:>8}{j['tasks']:>7}{j['queries']:>9}{j['largest_plan']:>14,}" if "jobs" in j
-                  else f"{'-':>6}{'-':>8}{'-':>7}{'-':>9}{'-':>14}")
+        counts = (f"{j['jobs']:>6}{j['stages']:>8}{j['tasks']:>7}{j['queries']:>9}{j['largest_plan']:>14,}"
+                  if "jobs" in j else f"{'-':>6}{'-':>8}{'-':>7}{'-':>9}{'-':>14}")
         lines.append(f"  {job:<22}{j['seconds']:>7.1f}{counts}")
     return "\n".join(lines)
 
