@@ -89,11 +89,13 @@ properties)."""
 Step = Callable[[Inputs, Mapping[str, DataFrame], str], dict[str, DataFrame]]
 
 
-def _write(spark: SparkSession, report: str, tables: dict[str, DataFrame], one_partition: bool) -> dict[str, DataFrame]:
-    """Write tables, then hand back the written copies so later steps read Parquet instead of recomputing."""
+def _write(spark: SparkSession, report: str, tables: dict[str, DataFrame], inp: Inputs) -> dict[str, DataFrame]:
+    """Write tables, then hand back the written copies (partitioned as the inputs are) so later steps read Parquet
+    instead of recomputing."""
     for name, df in tables.items():
         write_table(df, report, name, schema.TABLES[name])
-    return {name: partitioned(read_table(spark, report, name, schema.TABLES[name]), one_partition) for name in tables}
+    return {name: partitioned(read_table(spark, report, name, schema.TABLES[name]), inp.one_partition)
+            for name in tables}
 
 
 def session_tables(inp: Inputs, done: Mapping[str, DataFrame], window: str) -> dict[str, DataFrame]:
@@ -213,7 +215,7 @@ def run(spark: SparkSession, out: str, report: str, jobs: list[str], window: str
             spark.sparkContext.setLocalProperty(JOB_PROPERTY, job)  # Spark's jobs and event log say whose they are
             try:
                 for step in JOBS[job].steps:
-                    done |= _write(spark, report, step(inp, done, window), inp.one_partition)
+                    done |= _write(spark, report, step(inp, done, window), inp)
             finally:
                 spark.sparkContext.setLocalProperty(JOB_PROPERTY, None)
             if on_job is not None:

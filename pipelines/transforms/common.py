@@ -6,9 +6,9 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from kafkatap.pipelines.intermediates import intermediate
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 from kafkatap.dissect.protocol.generated.errors import ErrorCode
+from kafkatap.pipelines.intermediates import intermediate
 from kafkatap.pipelines.storage import client_host
 
 SHARE_GROUP_APIS = [ApiKey.SHARE_GROUP_HEARTBEAT, ApiKey.SHARE_FETCH, ApiKey.SHARE_ACKNOWLEDGE]

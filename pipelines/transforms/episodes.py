@@ -21,9 +21,9 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from kafkatap.pipelines.intermediates import intermediate
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 from kafkatap.dissect.protocol.generated.errors import ErrorCode
+from kafkatap.pipelines.intermediates import intermediate
 from kafkatap.pipelines.transforms.common import is_ok, request_source, response_source
 from kafkatap.pipelines.transforms.members import member_frames
 

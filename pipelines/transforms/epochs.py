@@ -11,8 +11,8 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from kafkatap.pipelines.intermediates import intermediate
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
+from kafkatap.pipelines.intermediates import intermediate
 from kafkatap.pipelines.transforms.common import (
     group_kinds, is_ok, nonempty, request_str, response_source, response_str
 )

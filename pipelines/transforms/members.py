@@ -5,8 +5,8 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from kafkatap.pipelines.intermediates import intermediate
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
+from kafkatap.pipelines.intermediates import intermediate
 from kafkatap.pipelines.transforms.common import (
     MEMBER_FENCING, capture_bounds, group_kinds, is_ok, nonempty, request_str, response_str, with_client_host
 )

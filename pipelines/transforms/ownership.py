@@ -14,8 +14,8 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from kafkatap.pipelines.intermediates import intermediate
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
+from kafkatap.pipelines.intermediates import intermediate
 from kafkatap.pipelines.transforms.common import MEMBER_FENCING, request_source, request_str, response_source
 from kafkatap.pipelines.transforms.members import member_frames, received_assignments
 

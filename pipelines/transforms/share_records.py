@@ -14,9 +14,9 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from kafkatap.pipelines.intermediates import materialize
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 from kafkatap.dissect.protocol.generated.errors import ErrorCode
+from kafkatap.pipelines.intermediates import materialize
 from kafkatap.pipelines.transforms.common import capture_bounds
 from kafkatap.pipelines.transforms.duplicates.segments import islands, sweep
 from kafkatap.pipelines.transforms.ranges import overlapping

@@ -21,7 +21,7 @@ from kafkatap.pipelines.submit import analyze
 from kafkatap.pipelines.transforms.duplicates.table import duplicate_deliveries
 from kafkatap.pipelines.transforms.fenced import fenced_epochs
 from kafkatap.pipelines.transforms.members import member_spans, members
-from kafkatap.pipelines.report import read_inputs
+from kafkatap.pipelines.report import job_main, read_inputs
 from kafkatap.pipelines.testing import rows
 from tests.support.paths import SAMPLES
 
@@ -125,3 +125,16 @@ def test_analyze_writes_the_report(spark, dissected, tmp_path):
     handed = {(e["group_id"], e["member_id"], e["epoch"]) for e in events if e["kind"] == "classic_group"}
     assert handed and handed == {(m["group_id"], m["member_id"], g) for m in members_ for g in m["generations"]
                                  if m["kind"] == "classic_group"}
+
+
+def test_one_job_alone_runs_what_it_needs_and_writes_what_analyze_writes(spark, dissected, tmp_path):
+    """A spark-submit job on its own (`job_main`, as pipelines/submit/e2e_latency.py runs it) runs the jobs whose
+    tables it reads first, in the same run, and writes the rows the whole analysis writes; nothing more."""
+    _, root = dissected["classic_group"]
+    alone, whole = tmp_path / "alone", tmp_path / "whole"
+    assert job_main("e2e_latency", ["--frames", str(root), "--out", str(alone)]) == 0
+    assert analyze.main([str(root), "-o", str(whole)]) == 0
+    for name in ("e2e_latency", "sessions/fetch_links", "sessions/members"):
+        got, want = (sorted(map(repr, pq.read_table(r / name).to_pylist())) for r in (alone, whole))
+        assert got == want and want, name
+    assert not (alone / "fenced_epochs").exists() and not (alone / "rebalances").exists()

@@ -9,8 +9,8 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from kafkatap.pipelines.intermediates import materialize
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
+from kafkatap.pipelines.intermediates import materialize
 from kafkatap.pipelines.transforms.common import group_kinds, is_ok, response_str, with_client_host
 from kafkatap.pipelines.transforms.duplicates.commits import commits, with_consumed
 from kafkatap.pipelines.transforms.duplicates.segments import OUTPUT, islands, sweep
