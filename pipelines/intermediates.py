@@ -3,7 +3,7 @@
 Spark's cost on a capture's tables is planning and scheduling, not computing. Before this, every output table inlined
 the members' frames, the ownership intervals and the epoch streams it needed, so one run of the bundled sample
 planned and executed them dozens of times, in plans of up to 650 KB, and adaptive execution ran every shuffle of
-them as a Spark job of its own (374 jobs for 36 tables). Two rules remove that:
+them as a Spark job of its own (387 Spark jobs for 36 tables). Two rules remove that:
 
 - Inside `once_per_run()`, a function marked `@intermediate` runs once per set of input DataFrames and its rows are
   materialized (`materialize`): every later caller, in the same job or a later one, gets a plan whose leaf is those
@@ -104,9 +104,9 @@ def once_per_run(spark: SparkSession, input_bytes: int) -> Iterator[None]:
                 spark.conf.set(key, value)
 
 
-def partitioned(df: DataFrame, one_partition: bool) -> DataFrame:
-    """`df` as one partition when asked: a coalesce, no shuffle, and Spark then knows no shuffle is needed."""
-    return df.coalesce(1) if one_partition else df
+def partitioned(df: DataFrame, one: bool) -> DataFrame:
+    """`df` as one partition when `one`: a coalesce, no shuffle, and Spark then knows no shuffle is needed."""
+    return df.coalesce(1) if one else df
 
 
 def materialize(df: DataFrame) -> DataFrame:
