@@ -188,7 +188,7 @@ def main() -> int:
         spark = get_spark("kafkatap-bench", args.master)
         spark.sparkContext.setLogLevel("ERROR")
         print(f"{'frames':>12} {'batches':>10} " + " ".join(f"{j:>21}" for j in JOBS) + f" {'total s':>8}")
-        found, costs = {}, {}
+        found: dict[int, dict] = {}
         for size in (int(s) for s in args.sizes.split(",")):
             out, report = os.path.join(tmp, f"out{size}"), os.path.join(tmp, f"report{size}")
             write_inputs(spark, size, out)

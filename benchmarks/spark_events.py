@@ -16,7 +16,6 @@ from pathlib import Path
 from kafkatap.pipelines.report import JOB_PROPERTY
 
 
-
 def conf(folder: Path) -> dict[str, str]:
     """Spark settings that write one plain (uncompressed, unrolled) event log per application into `folder`."""
     return {"spark.eventLog.enabled": "true", "spark.eventLog.dir": folder.resolve().as_uri(),
