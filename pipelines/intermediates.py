@@ -21,6 +21,7 @@ them as a Spark job of its own (387 Spark jobs for 36 tables). Two rules remove 
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -73,9 +74,18 @@ Intermediate = Callable[..., DataFrame]
 
 
 @dataclass
+class _Kept:
+    """One intermediate of a run: its lock makes a second job that needs it wait for the first one's rows."""
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    frames: tuple[DataFrame, ...] = ()  # the inputs, kept so their ids are not reused while the run lasts
+    result: DataFrame | None = None
+
+
+@dataclass
 class _Run:
     one_partition: bool
-    kept: dict[tuple[str, tuple[int, ...]], tuple[tuple[DataFrame, ...], DataFrame]] = field(default_factory=dict)
+    kept: dict[tuple[str, tuple[int, ...]], _Kept] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)  # guards `kept` (jobs run in threads)
 
 
 _RUN: ContextVar[_Run | None] = ContextVar("run", default=None)
@@ -84,7 +94,8 @@ _RUN: ContextVar[_Run | None] = ContextVar("run", default=None)
 @contextmanager
 def once_per_run(spark: SparkSession, input_bytes: int) -> Iterator[None]:
     """Intermediates computed inside are kept until the block ends; the session's settings for a run over
-    `input_bytes` of input (`run_conf`) hold inside and are restored after. A nested block shares the outer one's."""
+    `input_bytes` of input (`run_conf`) hold inside and are restored after. A nested block shares the outer one's,
+    and so does a thread started with a copy of the block's context (`contextvars.copy_context`)."""
     if _RUN.get() is not None:
         yield
         return
@@ -124,7 +135,10 @@ def intermediate(fn: Intermediate) -> Intermediate:
         if run is None:
             return fn(*frames)
         key = (fn.__module__ + "." + fn.__qualname__, tuple(map(id, frames)))
-        if key not in run.kept:
-            run.kept[key] = (frames, materialize(fn(*frames)))
-        return run.kept[key][1]
+        with run.lock:
+            slot = run.kept.setdefault(key, _Kept())
+        with slot.lock:  # no deadlock: an intermediate only ever waits for the ones it calls, never for its callers
+            if slot.result is None:
+                slot.frames, slot.result = frames, materialize(fn(*frames))
+            return slot.result
     return kept

@@ -19,8 +19,11 @@ after every run, so running one job or all of them leaves a consistent report. T
 from __future__ import annotations
 
 import argparse
+import contextvars
+import threading
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import FIRST_COMPLETED, CancelledError, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -129,6 +132,7 @@ def throughput_tables(inp: Inputs, done: Mapping[str, DataFrame], window: str) -
     return {
         "throughput/data": throughput.data(inp.batches, interval),
         "throughput/requests": throughput.requests(inp.frames, interval),
+        "throughput/latency": throughput.latency(inp.frames),
         "throughput/lag": throughput.lag(inp.batches, interval),
     }
 
@@ -198,9 +202,60 @@ def existing_tables(spark: SparkSession, report: str, done: Mapping[str, DataFra
             for name, sch in schema.TABLES.items() if name in done or exists(spark, join_uri(report, name))}
 
 
+CONCURRENT_JOBS = 2
+"""Jobs run side by side. A job over a one-partition input keeps one core busy, and much of its time is planning
+(Python and the JVM's analyzer) rather than tasks: a second job fills the other core and the gaps. Measured on the
+bundled sample and a 215k-frame capture on two cores: see README, Performance."""
+
+
+def _run_job(spark: SparkSession, report: str, inp: Inputs, job: str, done: Mapping[str, DataFrame], window: str,
+             stop: threading.Event) -> dict[str, DataFrame]:
+    """One job's steps, in this thread; returns its tables as written. `stop` set: end before the next step."""
+    spark.sparkContext.setLocalProperty(JOB_PROPERTY, job)  # Spark's jobs and event log say whose they are
+    written: dict[str, DataFrame] = {}
+    try:
+        for step in JOBS[job].steps:
+            if stop.is_set():
+                raise CancelledError(job)
+            written |= _write(spark, report, step(inp, {**done, **written}, window), inp)
+    finally:
+        spark.sparkContext.setLocalProperty(JOB_PROPERTY, None)
+    return written
+
+
+def _run_jobs(spark: SparkSession, report: str, inp: Inputs, jobs: list[str], window: str,
+              on_job: Callable[[str, float], None] | None) -> dict[str, DataFrame]:
+    """Run `jobs` (each after the jobs it needs), up to `CONCURRENT_JOBS` at a time, in `with_needs` order; returns
+    every table written. The first failure (or Ctrl-C) stops the rest: no new job or step starts, Spark's running
+    jobs are cancelled, and it is raised once the other threads have ended."""
+    pending, done, finished = with_needs(jobs), {}, set()
+    running: dict[Future, tuple[str, float]] = {}
+    stop = threading.Event()
+    with ThreadPoolExecutor(CONCURRENT_JOBS, thread_name_prefix="kafkatap-job") as pool:
+        try:
+            while pending or running:
+                for job in [j for j in pending if finished.issuperset(JOBS[j].needs)][:CONCURRENT_JOBS - len(running)]:
+                    pending.remove(job)
+                    # the copied context carries `once_per_run`'s run into the thread
+                    future = pool.submit(contextvars.copy_context().run, _run_job, spark, report, inp, job, done,
+                                         window, stop)
+                    running[future] = (job, time.perf_counter())
+                for future in wait(running, return_when=FIRST_COMPLETED).done:
+                    job, start = running.pop(future)
+                    done |= future.result()
+                    finished.add(job)
+                    if on_job is not None:
+                        on_job(job, time.perf_counter() - start)
+        except BaseException:
+            stop.set()
+            spark.sparkContext.cancelAllJobs()
+            raise
+    return done
+
+
 def run(spark: SparkSession, out: str, report: str, jobs: list[str], window: str = "1s",
         on_job: Callable[[str, float], None] | None = None) -> dict:
-    """Run `jobs` in order, with the jobs they need before them (`with_needs`; later jobs reuse earlier tables), then
+    """Run `jobs`, with the jobs they need before them (`with_needs`; later jobs reuse earlier tables), then
     rewrite REPORT/summary.json; returns it.
     `on_job(job, seconds)` hears of each job as it finishes. OUT must be a dissector output (`check_inputs`), and the
     old summary.json goes first, so a run that fails part-way leaves no summary claiming a complete report."""
@@ -208,18 +263,8 @@ def run(spark: SparkSession, out: str, report: str, jobs: list[str], window: str
     check_inputs(spark, out)
     delete(spark, join_uri(report, "summary.json"))
     inp = read_inputs(spark, out)
-    done: dict[str, DataFrame] = {}
     with once_per_run(spark, inp.input_bytes):
-        for job in with_needs(jobs):
-            start = time.perf_counter()
-            spark.sparkContext.setLocalProperty(JOB_PROPERTY, job)  # Spark's jobs and event log say whose they are
-            try:
-                for step in JOBS[job].steps:
-                    done |= _write(spark, report, step(inp, done, window), inp)
-            finally:
-                spark.sparkContext.setLocalProperty(JOB_PROPERTY, None)
-            if on_job is not None:
-                on_job(job, time.perf_counter() - start)
+        done = _run_jobs(spark, report, inp, jobs, window, on_job)
         tables = existing_tables(spark, report, done)
         result = summary(inp.frames, inp.batches, inp.anomalies, tables, window)
     write_json(spark, join_uri(report, "summary.json"), result)

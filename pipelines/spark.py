@@ -26,6 +26,13 @@ SETTINGS: dict[str, str] = {
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
 }
+STARTUP_SETTINGS: dict[str, str] = {
+    # PySpark's DataFrame debugging asks the JVM for the active session and a setting, and sets the call site there,
+    # on every DataFrame and column function the pipelines call: about a third of the Python-to-JVM calls a report
+    # makes. It only adds the Python call site to an analysis error's message, and the pipelines' errors are
+    # reported by their job's name (`failures`).
+    "spark.python.sql.dataFrameDebugging.enabled": "false",
+}
 
 
 QUICK_JIT = "-XX:TieredStopAtLevel=1"
@@ -61,7 +68,7 @@ def get_spark(app: str, master: str | None = None, shuffle_partitions: int | Non
     builder = SparkSession.builder.appName(app)
     if master:
         builder = builder.master(master)
-    for key, value in SETTINGS.items():
+    for key, value in {**SETTINGS, **STARTUP_SETTINGS}.items():
         builder = builder.config(key, value)
     one_machine = on_this_machine(master)
     if one_machine:

@@ -33,8 +33,9 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> Iterat
 @pytest.fixture(scope="session")
 def spark() -> Iterator["pyspark.sql.SparkSession"]:  # noqa: F821 - pyspark imported lazily
     """local[2] with the settings `kafkatap analyze` gives a small input (`intermediates.run_conf`:
-    no shuffle partitions to speak of, no broadcasts, expressions interpreted) and its JVM's quick compiler only
-    (`spark.QUICK_JIT`): test frames are tiny, and thousands of different small queries are what the session runs.
+    no shuffle partitions to speak of, no broadcasts, expressions interpreted), its JVM's quick compiler only
+    (`spark.QUICK_JIT`) and every session's settings (`spark.SETTINGS`, `STARTUP_SETTINGS`): test frames are tiny,
+    and thousands of different small queries are what the session runs.
     2 GB of driver heap: the pipelines' query plans are large (many windows and unions) and every test keeps adding
     to the same JVM. 2 MB memory pages: Spark sizes a page from the heap and the cores (32 MB here) and each hash
     aggregation, sort and broadcast table takes whole pages, while the session's storage keeps earlier broadcasts;
@@ -44,7 +45,7 @@ def spark() -> Iterator["pyspark.sql.SparkSession"]:  # noqa: F821 - pyspark imp
     from pyspark.sql import SparkSession
 
     from kafkatap.pipelines.intermediates import run_conf
-    from kafkatap.pipelines.spark import QUICK_JIT
+    from kafkatap.pipelines.spark import QUICK_JIT, SETTINGS, STARTUP_SETTINGS
 
     builder = (
         SparkSession.builder.master("local[2]")
@@ -53,14 +54,12 @@ def spark() -> Iterator["pyspark.sql.SparkSession"]:  # noqa: F821 - pyspark imp
         .config("spark.driver.extraJavaOptions", QUICK_JIT)
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
         .config("spark.sql.adaptive.enabled", "false")
         .config("spark.driver.memory", "2g")
         .config("spark.buffer.pageSize", "2m")
         .config("spark.sql.ui.retainedExecutions", "5")
     )
-    for key, value in run_conf(0).items():
+    for key, value in {**SETTINGS, **STARTUP_SETTINGS, **run_conf(0)}.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")

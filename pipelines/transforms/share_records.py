@@ -146,7 +146,10 @@ def _skipped_after(history: DataFrame, acquired: DataFrame, ended: Column) -> Da
     acqs = acquired.select(*KEY, F.lit(None).cast("long").alias("first_offset"),
                            F.lit(None).cast("long").alias("last_offset"), F.col("ts").alias("_t"),
                            F.col("last_offset").alias("_above"), F.lit(1).alias("_kind"))
-    after = Window.partitionBy(*KEY).orderBy("_t", "_kind").rowsBetween(1, Window.unboundedFollowing)
+    # "after" as the rows before in the reversed order: Spark evaluates a frame that runs to unboundedFollowing
+    # from a moving start again for every row (quadratic in a partition's acquisitions)
+    after = (Window.partitionBy(*KEY).orderBy(F.col("_t").desc(), F.col("_kind").desc())
+             .rowsBetween(Window.unboundedPreceding, -1))
     later = (ends.unionByName(acqs).withColumn("_later_max", F.max("_above").over(after))
              .where((F.col("_kind") == 0) & F.col("_t").isNotNull()).select(*KEY, *OFFSETS, "_later_max"))
     return (history.join(later, [*KEY, *OFFSETS], "left")

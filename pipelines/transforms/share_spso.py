@@ -30,7 +30,10 @@ def _passes(records: DataFrame) -> DataFrame:
     passed = F.max(F.coalesce("terminal_ts", _never())).over(upto)
     return (records.withColumn("_passed", F.when(passed < _never(), passed))
             .withColumn("_before", F.lag(passed).over(by_offset))
-            .withColumn("_later_first", F.min("terminal_ts").over(by_offset.rowsBetween(1, Window.unboundedFollowing)))
+            # the later ranges as the earlier ones in the reversed order (a frame to unboundedFollowing is quadratic)
+            .withColumn("_later_first", F.min("terminal_ts").over(
+                Window.partitionBy(*KEY).orderBy(F.col("first_offset").desc())
+                .rowsBetween(Window.unboundedPreceding, -1)))
             .withColumn("_prefix", F.sum("records").over(upto)))
 
 

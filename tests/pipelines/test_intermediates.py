@@ -71,3 +71,79 @@ def test_a_one_partition_run_needs_no_shuffle_and_restores_the_settings(spark) -
         spark.conf.set("spark.sql.shuffle.partitions", before["spark.sql.shuffle.partitions"] or "200")
     assert partitioned(df, False) is df
     assert run_conf(ONE_PARTITION_BYTES + 1) == {}  # a large input keeps Spark's own settings
+
+def test_no_window_frame_runs_from_a_moving_start_to_the_partitions_end() -> None:
+    """Spark evaluates such a frame again for every row (quadratic in a partition's rows); the transforms read "the
+    rows after" as the rows before in the reversed order instead."""
+    import ast
+    from pathlib import Path
+
+    import kafkatap.pipelines.transforms as transforms
+
+    def named(node: ast.expr, attr: str) -> bool:
+        return isinstance(node, ast.Attribute) and node.attr == attr
+
+    found = []
+    for path in Path(transforms.__file__).parent.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and (named(node.func, "rowsBetween") or named(node.func, "rangeBetween")) \
+                    and len(node.args) == 2 and named(node.args[1], "unboundedFollowing") \
+                    and not named(node.args[0], "unboundedPreceding"):
+                found.append(f"{path.name}:{node.lineno}")
+    assert found == []
+
+
+@pytest.mark.spark
+def test_jobs_in_threads_compute_a_shared_intermediate_once(spark) -> None:
+    import contextvars
+    from concurrent.futures import ThreadPoolExecutor
+
+    df = spark.createDataFrame([(1,), (2,)], ["k"])
+    calls.clear()
+    with once_per_run(spark, 0), ThreadPoolExecutor(4) as pool:
+        futures = [pool.submit(contextvars.copy_context().run, counted, df) for _ in range(4)]
+        kept = [f.result() for f in futures]
+    assert len(calls) == 1 and all(k is kept[0] for k in kept)
+
+
+def _timed_jobs(monkeypatch, spans: dict[str, tuple[float, float]], fail: str | None = None) -> None:
+    """Stand-in jobs a (0.4 s), b (needs a), c (0.4 s, or failing when `fail` is c) recording when they ran."""
+    import time
+
+    from kafkatap.pipelines import report
+
+    def job(name: str, seconds: float):
+        def step(inp, done, window):
+            start = time.perf_counter()
+            if name == fail:
+                raise RuntimeError(f"{name} failed")
+            time.sleep(seconds)
+            spans[name] = (start, time.perf_counter())
+            return {}
+        return report.Job((step,), needs=("a",) if name == "b" else ())
+
+    monkeypatch.setattr(report, "JOBS", {"a": job("a", 0.4), "b": job("b", 0.1), "c": job("c", 0.4)})
+
+
+@pytest.mark.spark
+def test_independent_jobs_overlap_and_a_job_starts_after_its_needs(spark, monkeypatch) -> None:
+    from kafkatap.pipelines import report
+
+    spans: dict[str, tuple[float, float]] = {}
+    _timed_jobs(monkeypatch, spans)
+    heard: list[str] = []
+    report._run_jobs(spark, "unused", None, ["b", "c"], "1s", lambda job, seconds: heard.append(job))
+    assert sorted(heard) == ["a", "b", "c"]
+    assert spans["b"][0] >= spans["a"][1]  # b needs a
+    assert spans["c"][0] < spans["a"][1] and spans["a"][0] < spans["c"][1]  # a and c side by side
+
+
+@pytest.mark.spark
+def test_a_failed_job_stops_the_jobs_not_started_and_is_raised(spark, monkeypatch) -> None:
+    from kafkatap.pipelines import report
+
+    spans: dict[str, tuple[float, float]] = {}
+    _timed_jobs(monkeypatch, spans, fail="a")
+    with pytest.raises(RuntimeError, match="a failed"):
+        report._run_jobs(spark, "unused", None, ["a", "b", "c"], "1s", None)
+    assert "b" not in spans  # never started: its need failed

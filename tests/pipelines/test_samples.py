@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 from pyspark.sql import functions as F
 
 from kafkatap.pipelines import schema
+from kafkatap.pipelines.intermediates import once_per_run
 from kafkatap.pipelines.submit import analyze
 from kafkatap.pipelines.transforms.duplicates.table import duplicate_deliveries
 from kafkatap.pipelines.transforms.fenced import fenced_epochs
@@ -69,14 +70,16 @@ def results(spark, dissected, collected, sample) -> dict[str, list[dict]]:
 
 
 def _collect(spark, root: Path) -> dict[str, list[dict]]:
+    """Inside one run, as `analyze` computes them: the intermediates the transforms share are computed once."""
     inp = read_inputs(spark, str(root))
-    fenced = fenced_epochs(inp.frames, inp.batches)
-    spans = member_spans(members(inp.frames, inp.batches))
-    dups = duplicate_deliveries(inp.frames, inp.batches, inp.records, inp.share, spans, fenced)
-    produced = (inp.batches.where((F.col("direction") == "produce") & ~F.col("is_control"))
-                .groupBy("topic", "partition").agg(F.sum("record_count").alias("records")))
-    return {"fenced": rows(fenced.drop("ts")), "dups": rows(dups.drop("first_delivery_ts", "redelivery_ts")),
-            "produced": rows(produced)}
+    with once_per_run(spark, inp.input_bytes):
+        fenced = fenced_epochs(inp.frames, inp.batches)
+        spans = member_spans(members(inp.frames, inp.batches))
+        dups = duplicate_deliveries(inp.frames, inp.batches, inp.records, inp.share, spans, fenced)
+        produced = (inp.batches.where((F.col("direction") == "produce") & ~F.col("is_control"))
+                    .groupBy("topic", "partition").agg(F.sum("record_count").alias("records")))
+        return {"fenced": rows(fenced.drop("ts")), "dups": rows(dups.drop("first_delivery_ts", "redelivery_ts")),
+                "produced": rows(produced)}
 
 
 @pytest.mark.parametrize("sample", [p.name.removesuffix(".truth.json") for p in TRUTHS])
