@@ -359,6 +359,21 @@ THROUGHPUT_REQUESTS = table(
     column("latency_max_us", pa.int64(), "Maximum latency."),
 )
 
+THROUGHPUT_LATENCY = table(
+    "throughput: request latency per api and broker over the whole capture, as exact percentiles.",
+    column("api_key", pa.int16(), "Api key."),
+    column("api_name", pa.string(), "Api name."),
+    column("broker_addr", pa.string(), "Broker endpoint."),
+    column("requests", pa.int64(), "Frames (request/response pairs and unpaired halves)."),
+    column("answered", pa.int64(), "Frames with a latency (both halves captured)."),
+    column("errors", pa.int64(), "Responses with a non-zero error code."),
+    column("latency_p50_us", pa.float64(), "Median latency of the answered frames, microseconds (exact: linear "
+           "interpolation between the two nearest latencies)."),
+    column("latency_p95_us", pa.float64(), "95th percentile latency (exact)."),
+    column("latency_p99_us", pa.float64(), "99th percentile latency (exact)."),
+    column("latency_max_us", pa.int64(), "Maximum latency."),
+)
+
 THROUGHPUT_LAG = table(
     "throughput: consumer lag per time window, where fetch responses carry high watermarks.",
     column("window_start", TS, "Window start."),
@@ -471,6 +486,7 @@ TABLES: dict[str, pa.Schema] = {
     "ownership_conflicts": OWNERSHIP_CONFLICTS,
     "throughput/data": THROUGHPUT_DATA,
     "throughput/requests": THROUGHPUT_REQUESTS,
+    "throughput/latency": THROUGHPUT_LATENCY,
     "throughput/lag": THROUGHPUT_LAG,
     "share_records": SHARE_RECORDS,
     "share_spso/windows": SHARE_SPSO_WINDOWS,

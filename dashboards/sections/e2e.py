@@ -9,15 +9,25 @@ the worst window's p99 and the exact maximum, as the request latency section doe
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
 from kafkatap.dashboards.charts import MAX_SERIES, figure, rebucket
 from kafkatap.dashboards.fragments import Col, Section, empty, esc_plot, fmt_float, fmt_int, note, table
 from kafkatap.dashboards.load import Report
-from kafkatap.dashboards.sections.latency import weighted_median
 
 PERCENTILES = [("p50_ms", "p50", "#93c5fd"), ("p95_ms", "p95", "#3b82f6"), ("p99_ms", "p99", "#1e3a8a")]
+
+
+def weighted_median(values: pd.Series, weights: pd.Series) -> float:
+    """The value below which half the weight lies: a typical window, not a percentile of the records."""
+    mask = values.notna() & (weights > 0)
+    if not mask.any():
+        return float("nan")
+    order = np.argsort(values[mask].to_numpy())
+    v, w = values[mask].to_numpy()[order], weights[mask].to_numpy()[order]
+    return float(v[np.searchsorted(np.cumsum(w), w.sum() / 2)])
 
 
 def _consumer(e2e: pd.DataFrame) -> pd.Series:

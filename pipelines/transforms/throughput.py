@@ -36,6 +36,20 @@ def requests(frames: DataFrame, interval: str) -> DataFrame:
                  F.max("latency_us").alias("latency_max_us")))
 
 
+def latency(frames: DataFrame) -> DataFrame:
+    """Request latency per api and broker over the whole capture: exact percentiles of the answered frames (linear
+    interpolation between the two nearest latencies, as numpy's default), not a summary of the windows' ones, which
+    do not add up."""
+    exact = F.percentile("latency_us", F.array(*(F.lit(q) for q in (0.5, 0.95, 0.99))))
+    return (frames.groupBy("api_key", "api_name", "broker_addr")
+            .agg(F.count(F.lit(1)).alias("requests"), F.count("latency_us").alias("answered"),
+                 F.count(F.when(F.col("error_code") != 0, 1)).alias("errors"), exact.alias("_q"),
+                 F.max("latency_us").alias("latency_max_us"))
+            .select("api_key", "api_name", "broker_addr", "requests", "answered", "errors",
+                    *(F.col("_q")[i].alias(f"latency_{name}_us") for i, name in enumerate(("p50", "p95", "p99"))),
+                    "latency_max_us"))
+
+
 def lag(batches: DataFrame, interval: str) -> DataFrame:
     """Consumer lag: the high watermark minus the next offset the client will fetch, per window."""
     fetched = batches.where((F.col("direction") == "fetch") & F.col("high_watermark").isNotNull())

@@ -18,7 +18,7 @@ from kafkatap.dashboards.charts import MAX_BUCKETS, rebucket
 from kafkatap.dashboards.cli import main as cli_main
 from kafkatap.dashboards.fragments import Col, fmt_int, table
 from kafkatap.dashboards.load import Report
-from kafkatap.dashboards.sections import e2e, groups, overview
+from kafkatap.dashboards.sections import e2e, groups, latency, overview
 from kafkatap.dashboards.sections.share import delivery_counts
 from kafkatap.errors import CommandError
 from kafkatap.pipelines.schema import TABLES
@@ -213,3 +213,30 @@ def test_overview_cards_show_rebalances_e2e_p99_and_conflicts(report_dir: Path) 
     assert cards["rebalances"] == "4" and cards["worst e2e p99"] == "2.88 s" and cards["ownership conflicts"] == "2"
     assert "1.0 s stalled in total over 2 groups" in html and "orders 2.88 s, tasks 90.0 ms" in html
     assert 'href="#rebalances"' in html and 'href="#e2e"' in html and 'href="#ownership-conflicts"' in html
+
+
+def test_latency_table_shows_the_exact_whole_capture_percentiles(tmp_path: Path) -> None:
+    windows = [{"window_start": pd.Timestamp("2026-01-01", tz="UTC") + pd.Timedelta(seconds=s),
+                "window_end": pd.Timestamp("2026-01-01", tz="UTC") + pd.Timedelta(seconds=s + 1),
+                "api_key": 0, "api_name": "Produce", "broker_addr": "b:9092", "requests": 100, "errors": 0,
+                "unpaired": 0, "latency_p50_us": 1000, "latency_p95_us": 1500, "latency_p99_us": p99,
+                "latency_max_us": 40_000} for s, p99 in enumerate([2000, 2000, 40_000])]
+    write_table(tmp_path, "throughput/requests", windows)
+    write_table(tmp_path, "throughput/latency", [
+        {"api_key": 0, "api_name": "Produce", "broker_addr": "b:9092", "requests": 301, "answered": 300, "errors": 2,
+         "latency_p50_us": 1000.0, "latency_p95_us": 1900.0, "latency_p99_us": 37_600.0, "latency_max_us": 40_000}])
+    html = _html(latency.render(Report(str(tmp_path))))
+    (row,) = _rows(html, "latency-table")
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", row)
+    assert cells[5:10] == ["1", "1.0 ms", "1.9 ms", "37.6 ms", "40.0 ms"]  # unpaired, exact p50/p95/p99, worst window
+    assert "exact over the whole capture" in html
+
+
+def test_latency_section_of_an_older_report_asks_for_a_new_analysis(tmp_path: Path) -> None:
+    write_table(tmp_path, "throughput/requests", [
+        {"window_start": pd.Timestamp("2026-01-01", tz="UTC"), "window_end": pd.Timestamp("2026-01-01 00:00:01",
+         tz="UTC"), "api_key": 0, "api_name": "Produce", "broker_addr": "b:9092", "requests": 1, "errors": 0,
+         "unpaired": 0, "latency_p50_us": 1000, "latency_p95_us": 1000, "latency_p99_us": 1000,
+         "latency_max_us": 1000}])
+    html = _html(latency.render(Report(str(tmp_path))))
+    assert "No exact percentiles in this report" in html and "kafkatap analyze" in html

@@ -36,3 +36,21 @@ def test_lag_from_high_watermarks(spark):
                batch("fetch", 0.4, "t", 0, 10, 19, high_watermark=120)]
     (r,) = rows(conform(throughput.lag(table(spark, BATCHES, batches), "1 seconds"), schema.THROUGHPUT_LAG))
     assert (r["high_watermark"], r["next_offset"], r["lag"]) == (120, 20, 100)
+
+
+def test_latency_percentiles_are_exact_over_the_whole_capture(spark):
+    """The whole capture's p99, not a summary of the windows' (each window here has a p99 of 2 ms or less, and one
+    slow request in a hundred)."""
+    import numpy as np
+
+    latencies = [0.001 + 0.00001 * (i % 7) for i in range(300)] + [0.2, 0.25, 0.3]
+    frames = [frame(1, "Produce", 0.01 * i, latency_s=s) for i, s in enumerate(latencies)]
+    frames.append(frame(1, "Produce", 4.0, ts_response=None, latency_us=None, response_bytes=None,
+                        status="unpaired_request"))  # counted, not in the percentiles
+    frames[5]["error_code"], frames[5]["error_name"] = 6, "NOT_LEADER_OR_FOLLOWER"
+    (r,) = rows(conform(throughput.latency(table(spark, FRAMES, frames)), schema.THROUGHPUT_LATENCY))
+    micros = np.array([f["latency_us"] for f in frames if f["latency_us"] is not None])
+    assert (r["api_name"], r["requests"], r["answered"], r["errors"]) == ("Produce", 304, 303, 1)
+    assert [r["latency_p50_us"], r["latency_p95_us"], r["latency_p99_us"]] == pytest.approx(
+        list(np.percentile(micros, [50, 95, 99])))
+    assert r["latency_max_us"] == 300000

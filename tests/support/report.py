@@ -9,6 +9,7 @@ injection attempt.
 from __future__ import annotations
 
 import json
+import itertools
 import math
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -187,6 +188,21 @@ def _throughput() -> tuple[list[dict], list[dict], list[dict]]:
     return data, requests, lag
 
 
+def _latency(requests: list[dict]) -> list[dict]:
+    """Whole-capture rows consistent with the windows: percentiles between the windows' typical and worst values."""
+    rows = []
+    for (api_key, api), windows in itertools.groupby(sorted(requests, key=lambda r: r["api_key"]),
+                                                      key=lambda r: (r["api_key"], r["api_name"])):
+        windows = list(windows)
+        p50s = sorted(w["latency_p50_us"] for w in windows)
+        rows.append({"api_key": api_key, "api_name": api, "broker_addr": BROKER,
+                     "requests": sum(w["requests"] for w in windows), "answered": sum(w["requests"] for w in windows),
+                     "errors": sum(w["errors"] for w in windows), "latency_p50_us": float(p50s[len(p50s) // 2]),
+                     "latency_p95_us": 2.6 * p50s[len(p50s) // 2], "latency_p99_us": 4.5 * p50s[len(p50s) // 2],
+                     "latency_max_us": max(w["latency_max_us"] for w in windows)})
+    return rows
+
+
 def summary() -> dict:
     return {"frames": 930, "capture_start": at(0).isoformat(), "capture_end": at(SPAN_S).isoformat(),
             "capture_span_s": float(SPAN_S), "connections": 7, "clients": 6, "brokers": 1, "groups": 3, "members": 6,
@@ -308,7 +324,8 @@ def write_report(root: Path) -> Path:
                        ("sessions/share_members", _share_members()), ("sessions/fetch_links", []),
                        ("sessions/epoch_events", _epoch_events()),
                        ("fenced_epochs", _fenced()), ("duplicate_deliveries", duplicates()),
-                       ("throughput/data", data), ("throughput/requests", requests), ("throughput/lag", lag)]:
+                       ("throughput/data", data), ("throughput/requests", requests),
+                       ("throughput/latency", _latency(requests)), ("throughput/lag", lag)]:
         write_table(root, name, rows)
     for name, rows in zip(("share_records", "share_spso/windows", "share_spso/pinned"), share_records()):
         write_table(root, name, rows)
