@@ -2,7 +2,8 @@
 
 Exit codes: 0 every input was dissected; 1 an input could not be read as a capture (the others were dissected, and
 its anomaly row says why) or the output could not be written (nothing was published); 2 the command line is wrong;
-130 interrupted by Ctrl-C or SIGTERM (what was read so far is published, summary.json says so).
+3 the captures were read and hold no Kafka traffic (one line says what was looked for); 130 interrupted by Ctrl-C or
+SIGTERM (what was read so far is published, summary.json says so).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import os
 import sys
 from collections.abc import Callable
 
+import pyarrow.dataset as ds
 from rich.console import Console
 
 from kafkatap import errors
@@ -138,10 +140,46 @@ def run(args: argparse.Namespace, engine: Callable[[argparse.Namespace, list[int
                 console.print(f"[yellow]warning:[/] {warning}")
     else:
         render(summary, console)
-    return outcome(summary, args.out)
+    for line in cut_short(summary, args.out):
+        console.print(f"[yellow]warning:[/] {line}", soft_wrap=True)
+    return outcome(summary, args.out, ports)
 
 
-def outcome(summary: dict, out: str) -> int:
+def no_kafka(summary: dict, ports: list[int]) -> str | None:
+    """Why a run that read its captures found no Kafka, and how to point kafkatap at it; None when it found some."""
+    if summary["rows"].get("frames", 0) or not summary["capture_files_read"]:
+        return None
+    looked = (f"every TCP connection was checked for Kafka's framing (port{'s' if len(ports) > 1 else ''} "
+              f"{', '.join(map(str, ports))} taken as brokers')")
+    tcp, connections = summary["tcp_packets"], summary["connections"]
+    if not tcp:
+        found = f"{summary['packets']:,} packets and none is TCP (a capture filter, or the wrong interface?)"
+    else:
+        found = (f"{summary['packets']:,} packets, {tcp:,} of them TCP, on {connections['with_payload']:,} "
+                 "connections with data, none of them Kafka")
+    hint = ("if the brokers' traffic is in the capture (a connection that began before the capture is only known "
+            "by its port), give their port with --port")
+    if connections.get("tls"):
+        hint = (f"{connections['tls']:,} connections are TLS: give the key log of their clients or brokers with "
+                "--tls-keylog")
+    return f"no Kafka traffic found: {found}; {looked}. {hint[0].upper()}{hint[1:]}"
+
+
+def cut_short(summary: dict, out: str) -> list[str]:
+    """One line per capture file that ends inside a packet (copied while the capture ran, a disk that filled)."""
+    if not summary["anomalies_by_kind"].get("truncated_file"):
+        return []
+    folder = os.path.join(out, "anomalies")
+    if not os.path.isdir(folder):  # an output on a cluster's storage: the count is all there is here
+        return [f"{summary['anomalies_by_kind']['truncated_file']} capture file(s) end inside a packet: the tables "
+                "hold what came before the cut (anomalies, kind truncated_file)"]
+    rows = ds.dataset(folder).to_table(columns=["capture_file", "detail"],
+                                       filter=ds.field("kind") == "truncated_file").to_pylist()
+    return [f"{r['capture_file']} is cut short ({r['detail']}): the tables hold what came before the cut"
+            for r in rows]
+
+
+def outcome(summary: dict, out: str, ports: list[int]) -> int:
     """The exit code of a finished run, with its one line when that is not 0."""
     if summary["interrupted"]:
         print(f"kafkatap dissect: interrupted: {out} holds what was read before the signal (its summary.json says "
@@ -149,6 +187,10 @@ def outcome(summary: dict, out: str) -> int:
         return errors.INTERRUPTED
     bad = summary["unreadable_files"]
     if not bad:
+        nothing = no_kafka(summary, ports)
+        if nothing:
+            print(f"kafkatap dissect: {nothing}", file=sys.stderr)
+            return errors.NO_KAFKA
         return errors.OK
     listed = unreadable(summary)
     if summary["capture_files_read"] == 0:

@@ -22,6 +22,7 @@ from typing import NoReturn
 OK = 0
 FAILED = 1  # the run failed, or could not read its input
 USAGE = 2  # the command line is wrong
+NO_KAFKA = 3  # the capture was read and holds no Kafka traffic: nothing to analyze
 INTERRUPTED = 130  # Ctrl-C or SIGTERM, as shells report 128 + SIGINT
 
 DEBUG_ENV = "KAFKATAP_DEBUG"

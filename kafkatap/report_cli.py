@@ -1,9 +1,10 @@
 """`kafkatap report CAPTURE [CAPTURE ...] -o DIR`: dissect, analyze and chart a capture in one go.
 
 DIR/dissected (the dissector's tables), DIR/report (the pipelines' tables) and DIR/dashboard.html, with one progress
-display over the three stages and a closing summary of what the capture shows. Exit codes as every command's: 1 when
-an input was not a capture (the others are reported), 130 after Ctrl-C (what was dissected so far is kept, nothing
-is analyzed).
+display over the three stages and a closing summary of what the capture shows. DIR appears whole when the run ends:
+until then an earlier report there is left as it was. Exit codes as every command's: 1 when an input was not a
+capture (the others are reported), 2 when DIR is a file or a folder of other files, 3 when the captures hold no
+Kafka (nothing is analyzed or written), 130 after Ctrl-C (nothing is written).
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from kafkatap import api, errors
-from kafkatap.dissect.cli import add_keylog_option, check_arguments, keylog_files, unreadable
+from kafkatap.dissect.cli import add_keylog_option, check_arguments, cut_short, keylog_files, no_kafka, unreadable
 from kafkatap.dissect.stop import stop_on_signal
+from kafkatap.dissect.tables import publish
 from kafkatap.pipelines.launch import log_path
 from kafkatap.pipelines.report import JOBS
 from kafkatap.pipelines.submit.analyze import window_arg
@@ -54,32 +56,46 @@ def main(argv: list[str]) -> int:
                tls_keylog=keylogs)
 
 
+OUTPUT = {"dissected", "report", "dashboard.html"}
+"""What a report folder holds: `-o` on a folder with anything else is refused."""
+
+
 def run(captures: list[str], out: Path, *, ports: list[int], workers: int = 1, master: str | None = None,
         window: str = "1s", open_page: bool = False, quiet: bool = False, verbose: bool = False,
         tls_keylog: list[str] | None = None) -> int:
     """The whole chain with its display; returns the exit code (also `kafkatap demo`'s). The stages are called one
-    by one (not through api.report) so that Ctrl-C stops the dissect cleanly and the later stages at once."""
+    by one (not through api.report) so that Ctrl-C stops the dissect cleanly and the later stages at once. They
+    write into a hidden folder beside OUT that takes OUT's place when all three are done: a run that fails or is
+    interrupted leaves an earlier report whole, never mixed with a new one's tables."""
     console = Console(stderr=True)
     spark_log = None if verbose else log_path("report")
-    done = api.Outputs(out / "dissected", out / "report", out / "dashboard.html", {}, {})
     total = sum(os.path.getsize(c) for c in captures)
-    with Stages(console, console.is_terminal and not quiet, total) as stages:
+    with Stages(console, console.is_terminal and not quiet, total) as stages, \
+            publish.staged(out, OUTPUT, "a kafkatap report") as work:
+        done = api.Outputs(work / "dissected", work / "report", work / "dashboard.html", {}, {})
         with stop_on_signal() as stop:
             done.dissect_summary = api.dissect_captures(
                 captures, done.dissected, ports=ports, records=True, workers=workers, stop=stop,
                 tls_keylog=tls_keylog or (), on_progress=stages.dissected if workers == 1 else None)
         stages.next()
         if done.dissect_summary["interrupted"]:
-            raise errors.CommandError(f"interrupted: {done.dissected} holds what was dissected before the signal; "
-                                      "nothing was analyzed", errors.INTERRUPTED)
+            raise errors.CommandError(f"interrupted: nothing was written, {out} is as it was before the run",
+                                      errors.INTERRUPTED)
         if not done.dissect_summary["capture_files_read"]:
             raise errors.CommandError(f"no input was a capture it could read ({unreadable(done.dissect_summary)}): "
                                       "nothing to analyze")
+        for line in cut_short(done.dissect_summary, str(done.dissected)):
+            console.print(f"[yellow]warning:[/] {line}", soft_wrap=True)
+        nothing = no_kafka(done.dissect_summary, ports)
+        if nothing:
+            raise errors.CommandError(f"{nothing}; nothing was analyzed or written", errors.NO_KAFKA)
         done.report_summary = api.analyze(done.dissected, done.report, master=master, window=window,
                                           on_job=stages.job_done, verbose=verbose, spark_log=spark_log)
         stages.next()
         api.dashboard(done.report, done.page)
         stages.next()
+    done = api.Outputs(out / "dissected", out / "report", out / "dashboard.html", done.dissect_summary,
+                       done.report_summary)
     if not quiet:
         closing(done, Console(), spark_log)
     if open_page:
@@ -136,12 +152,21 @@ def closing(done: api.Outputs, console: Console, spark_log: str | None) -> None:
     t.add_row("capture", f"{len(d['files'])} file(s), {d['packets']:,} packets, span {span:.1f} s")
     t.add_row("kafka", f"{r.get('frames', 0):,} frames on {r.get('connections', 0)} connections, "
                        f"{r.get('clients', 0)} clients, {r.get('brokers', 0)} brokers, {r.get('groups', 0)} groups")
-    t.add_row("errors", f"{r.get('errors', 0):,} error responses, {r.get('anomalies', 0):,} anomalies")
-    t.add_row("fencings", str(r.get("fenced_epochs", 0)))
+    by_name = sorted((r.get("errors_by_name") or {}).items(), key=lambda kv: (-kv[1], kv[0]))
+    names, more = ", ".join(f"{name} {n:,}" for name, n in by_name[:6]), len(by_name) - 6
+    t.add_row("errors", f"{r.get('errors', 0):,} error responses" + (f" ({names}{', ...' if more > 0 else ''})"
+                                                                      if names else "")
+              + f", {r.get('anomalies', 0):,} anomalies")
+    causes = ", ".join(f"{cause} {n:,}" for cause, n in sorted((r.get("fenced_epochs_by_cause") or {}).items(),
+                                                               key=lambda kv: (-kv[1], kv[0])))
+    t.add_row("fencings", f"{r.get('fenced_epochs', 0):,}" + (f" ({causes}; the dashboard explains each)"
+                                                              if causes else ""))
     episodes = r.get("rebalances") or {}
     stalled = sum(g["stalled_s"] for g in episodes.values())
+    unfetched = sum(g.get("fetch_gap_s", 0.0) for g in episodes.values())
     t.add_row("rebalances", f"{sum(g['episodes'] for g in episodes.values())} in {len(episodes)} group(s), "
-                            f"partitions without an owner for {stalled:.1f} s in all")
+                            f"partitions without an owner for {stalled:.1f} s in all, their records unfetched "
+                            f"for {unfetched:.1f} s")
     t.add_row("ownership conflicts", str(r.get("ownership_conflicts", 0)))
     duplicates = sum((r.get("duplicate_records") or {}).values())
     t.add_row("delivered again", f"{duplicates:,} records")

@@ -43,6 +43,7 @@ from kafkatap.pipelines.transforms.duplicates.table import duplicate_deliveries
 from kafkatap.pipelines.transforms.e2e import e2e_latency
 from kafkatap.pipelines.transforms.epochs import epoch_events
 from kafkatap.pipelines.transforms.fenced import fenced_epochs
+from kafkatap.pipelines.transforms.groups import group_commits, groups
 from kafkatap.pipelines.transforms.links import fetch_links
 from kafkatap.pipelines.transforms.members import member_spans, members
 from kafkatap.pipelines.transforms.producers import producers, transactions
@@ -104,6 +105,8 @@ def _write(spark: SparkSession, report: str, tables: dict[str, DataFrame], inp: 
 def session_tables(inp: Inputs, done: Mapping[str, DataFrame], window: str) -> dict[str, DataFrame]:
     return {
         "sessions/connections": connections(inp.frames),
+        "sessions/groups": groups(inp.frames),
+        "sessions/commits": group_commits(inp.frames, inp.batches),
         "sessions/members": members(inp.frames, inp.batches),
         "sessions/producers": producers(inp.frames, inp.batches),
         "sessions/transactions": transactions(inp.frames, inp.batches),

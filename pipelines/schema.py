@@ -37,6 +37,41 @@ CONNECTIONS = table(
     column("latency_p99_us", pa.int64(), "99th percentile request latency (approximate), microseconds."),
 )
 
+GROUPS = table(
+    "sessions: one row per group id a request names: groups whose members join, and groups that only commit or "
+    "read offsets (manual assignment, or a capture that began after the joins).",
+    column("group_id", pa.string(), "Group id."),
+    column("kind", pa.string(), "`consumer_group` (KIP-848), `share_group`, or `classic_group` (JoinGroup, or "
+           "offsets only)."),
+    column("joined", pa.bool_(), "A JoinGroup or a consumer, share or streams group heartbeat names the group."),
+    column("commit_only", pa.bool_(), "The group commits offsets but no member joins it in the capture."),
+    column("first_seen", TS, "First request naming the group."),
+    column("last_seen", TS, "Last one."),
+    column("members", pa.int64(), "Distinct member ids the requests name."),
+    column("client_ids", pa.list_(pa.string()), "Client ids of those requests, sorted."),
+    column("commits", pa.int64(), "OffsetCommit requests."),
+    column("offset_fetches", pa.int64(), "OffsetFetch requests."),
+    column("errors", pa.int64(), "Responses with a non-zero error code."),
+    column("coordinator", pa.string(), "Broker endpoint most of the group's requests went to (its coordinator)."),
+)
+
+COMMITS = table(
+    "sessions: per group and partition, the offsets its clients committed and the commit lag at the capture's end.",
+    column("group_id", pa.string(), "Group id."),
+    column("topic", pa.string(), "Topic."),
+    column("partition", pa.int32(), "Partition."),
+    column("commits", pa.int64(), "Commits of this partition (OffsetCommit requests naming it)."),
+    column("refused", pa.int64(), "Of those, commits whose response carried an error or is not in the capture."),
+    column("first_commit", TS, "First commit."),
+    column("last_commit", TS, "Last commit."),
+    column("committed_offset", pa.int64(), "The offset of the last commit the broker accepted (null when none was)."),
+    column("member_ids", pa.list_(pa.string()), "Member ids that committed it, sorted (empty for commit-only "
+           "groups' clients, which send none)."),
+    column("high_watermark", pa.int64(), "The partition's last high watermark in the capture's fetch responses."),
+    column("commit_lag", pa.int64(), "`high_watermark - committed_offset` (at least 0): records the group had not "
+           "committed when the capture ended; null without a watermark or an accepted commit."),
+)
+
 MEMBERS = table(
     "sessions: one row per (group, member) of consumer groups, classic (JoinGroup) and KIP-848 alike.",
     column("kind", pa.string(), "`consumer_group` (KIP-848 ConsumerGroupHeartbeat) or `classic_group` (JoinGroup)."),
@@ -64,15 +99,21 @@ MEMBERS = table(
            "Last assignment received, as `topic:partition` (KIP-848 and classic consumer protocol)."),
     column("ended", pa.string(),
            "`left` (LeaveGroup or leave epoch -1/-2), `fenced` (last response a fencing error), `expired` (silent for "
-           "longer than the session timeout before capture end) or `alive` (still heartbeating at capture end)."),
-    column("end_ts", TS, "Time of the leave / fencing response / last request."),
-    column("end_error", pa.string(), "Error name of the response that ended the member, when `fenced`."),
+           "longer than the session timeout: the coordinator removed it, and its later requests were refused, or the "
+           "capture ended) or `alive` (still heartbeating at capture end)."),
+    column("end_ts", TS, "Time of the leave / fencing response / last request (an expired member's refused "
+           "request, where it sent one)."),
+    column("end_error", pa.string(), "Error name of the response that ended the member, when `fenced`, or that "
+           "refused an `expired` member."),
+    column("session_timeout_ms", pa.int64(), "Session timeout of the member's latest JoinGroup (classic members; "
+           "a KIP-848 member's is a broker setting, not on the wire)."),
 )
 
 PRODUCERS = table(
-    "sessions: one row per producer: transactional id when it has one, else producer id.",
+    "sessions: one row per producer: transactional id when it has one, else producer id, else (a plain producer, "
+    "without idempotence) client id and host.",
     column("transactional_id", pa.string(), "Transactional id (null for idempotent / plain producers)."),
-    column("producer_id", pa.int64(), "Last producer id seen (-1 for non-idempotent producers)."),
+    column("producer_id", pa.int64(), "Last producer id seen (-1 for plain producers)."),
     column("producer_ids", pa.list_(pa.int64()), "Every producer id seen for this producer, sorted."),
     column("client_id", pa.string(), "Client id."),
     column("client_host", pa.string(), "Client ip."),
@@ -91,6 +132,8 @@ PRODUCERS = table(
            "`open_transaction` (transactional data after the last EndTxn) or `active` (no transactions)."),
     column("end_ts", TS, "Time of the event that decided `ended`."),
     column("end_error", pa.string(), "Error name when `fenced`."),
+    column("kind", pa.string(), "`transactional`, `idempotent` (a producer id, no transactional id) or `plain` "
+           "(neither: its batches carry producer id -1, so a resend cannot be told from new data)."),
 )
 
 TRANSACTIONS = table(
@@ -178,7 +221,8 @@ FENCED_EPOCHS = table(
     column("stale_epoch", pa.int32(),
            "Epoch the rejected request used: member epoch, generation, producer epoch, share session epoch or, for "
            "`partition_leader`, the partition's `current_leader_epoch`."),
-    column("current_epoch", pa.int32(), "Latest epoch the broker had handed to the same party before (null if unseen)."),
+    column("current_epoch", pa.int32(), "Latest epoch the broker had handed to the same party before (null if unseen); "
+           "for a classic member, the group's generation (`group_generation`) where that is newer."),
     column("current_epoch_source", pa.string(),
            "Where `current_epoch` came from: `<api> response corr=<id> conn=<conn_id> at <ts>`."),
     column("error_code", pa.int16(), "Broker error code; for inferred rows the response's (non-fencing) error, null "
@@ -202,6 +246,25 @@ FENCED_EPOCHS = table(
     column("fenced_by_conn_id", pa.string(), "Connection of that response."),
     column("fenced_by_member_id", pa.string(), "Member id of the member that took over (group fencings)."),
     column("fenced_by_ts", TS, "Time of the response that handed the newer epoch or the partitions."),
+    column("cause", pa.string(),
+           "Why, where the wire shows it: `session_timeout` (the member sent nothing the coordinator accepted for "
+           "longer than its session timeout: it was removed), `left` (it had left the group), `replaced` (another "
+           "member took over its static instance id), `new_generation` (a classic member that missed the rebalance "
+           "to the group's generation), `stale_epoch` (a KIP-848 member behind the epoch handed to it), "
+           "`new_instance` (a second producer initialised the same transactional id); null when the capture does "
+           "not show it, and for inferred rows."),
+    column("last_ok_ts", TS, "Group members: the member's last request the coordinator accepted before this one."),
+    column("silent_s", pa.float64(), "Group members: seconds from `last_ok_ts` to the rejected request."),
+    column("session_timeout_ms", pa.int64(),
+           "Classic members: the session timeout of the member's latest JoinGroup before the fencing (KIP-848 "
+           "members' is a broker setting, not on the wire: null)."),
+    column("heartbeat_interval_ms", pa.int64(),
+           "KIP-848 members: the heartbeat interval the coordinator last answered the member; a member refused "
+           "UNKNOWN_MEMBER_ID after more than two intervals without an accepted request was removed for it."),
+    column("group_generation", pa.int32(),
+           "Classic groups: the group's latest generation, handed to any member, at the time of the rejected "
+           "request."),
+    column("explanation", pa.string(), "The row in one sentence: who, what it did, what the coordinator did."),
 )
 
 DUPLICATE_DELIVERIES = table(
@@ -276,6 +339,12 @@ REBALANCES = table(
     column("moved_partitions", NAMES, "Those partitions, as `topic:partition`."),
     column("stalled_s", pa.float64(), "Longest time a moved partition had no owner: from its old owner's release "
            "(or the episode's start) to its new owner's assignment (or the episode's end)."),
+    column("fetch_gap_s", pa.float64(),
+           "Longest time a moved partition's records went unfetched, as its consumers felt the rebalance: from its old "
+           "owner's last fetch of records from it (before the new owner got it) to its new owner's first fetch of "
+           "records from it. Includes the time an owner was frozen, gone or revoking before the rebalance, which "
+           "`stalled_s` does not. Null when the capture shows neither fetch (no data to fetch, or fetches elsewhere)."),
+    column("fetch_gap_partition_s", pa.float64(), "Those gaps summed over the moved partitions (partition-seconds)."),
     column("trigger", pa.string(), "`member_joined`, `member_left`, `member_expired`, `member_fenced`, "
            "`subscription_changed` or `unknown`: the earliest cause seen since the previous episode."),
     column("trigger_member_id", pa.string(), "The member the trigger is about."),
@@ -473,6 +542,8 @@ SHARE_SPSO_PINNED = table(
 
 TABLES: dict[str, pa.Schema] = {
     "sessions/connections": CONNECTIONS,
+    "sessions/groups": GROUPS,
+    "sessions/commits": COMMITS,
     "sessions/members": MEMBERS,
     "sessions/producers": PRODUCERS,
     "sessions/transactions": TRANSACTIONS,
@@ -501,12 +572,14 @@ SUMMARY_KEYS: dict[str, str] = {
     "connections": "Rows of `sessions/connections`.",
     "clients": "Distinct client ids.",
     "brokers": "Distinct broker endpoints.",
-    "groups": "Distinct consumer, classic and share groups.",
+    "groups": "Rows of `sessions/groups`: every group a request names, commit-only groups included.",
+    "commit_only_groups": "Of those, groups that commit offsets but that no member joins in the capture.",
     "members": "Rows of `sessions/members` plus `sessions/share_members`.",
     "producers": "Rows of `sessions/producers`.",
     "transactions": "Rows of `sessions/transactions` by outcome: `{commit, abort, fenced, open}`.",
     "fenced_epochs": "Rows of `fenced_epochs`.",
     "fenced_epochs_by_kind": "Rows of `fenced_epochs` per kind (`inferred` ones counted under `inferred`, too).",
+    "fenced_epochs_by_cause": "Rows of `fenced_epochs` per `cause` (`not_shown` where the capture does not show it).",
     "duplicate_ranges": "Rows of `duplicate_deliveries` per kind that are neither `possible` nor `wire_only`: the "
                         "proven duplicates (the dashboard's duplicate card counts the same rows).",
     "duplicate_records": "Records delivered again per kind (`classic_group`, `consumer_group`, `share_group`, "
@@ -517,12 +590,14 @@ SUMMARY_KEYS: dict[str, str] = {
     "possible_ranges": "Rows of `duplicate_deliveries` that are `possible` (producer re-sends by record hash).",
     "possible_duplicate_records": "Records possibly re-sent by non-idempotent producers (from record hashes; not in "
                                   "`duplicate_records`).",
-    "rebalances": "Per group: `{episodes, stalled_s}` from `rebalances` (rebalance count and total stalled time).",
+    "rebalances": "Per group: `{episodes, stalled_s, fetch_gap_s}` from `rebalances` (rebalance count, total time "
+                  "without an owner, and total of the episodes' longest fetch gaps).",
     "e2e_p99_ms": "Per topic: the worst window's `p99_ms` of `e2e_latency`.",
     "ownership_conflicts": "Rows of `ownership_conflicts`.",
     "produced_records": "Records in Produce requests.",
     "fetched_records": "Records in Fetch and ShareFetch responses.",
     "errors": "Responses with a non-zero error code.",
+    "errors_by_name": "Those responses per error name (`{NOT_COORDINATOR: 3, ...}`).",
     "anomalies": "Rows of the dissector's `anomalies/`.",
     "window": "The throughput window used.",
     "share_records": "Rows of `share_records` per `final_state`.",

@@ -22,6 +22,8 @@ def fencing_hover(f: pd.Series, who: object) -> str:
     if pd.notna(f.get("fenced_by_client_id")):
         lines.append(f"fenced by {esc_plot(f.get('fenced_by_client_id'))}"
                      f" {esc_plot(f.get('fenced_by_member_id') or '')} at {esc_plot(fmt_ts_full(f['fenced_by_ts']))}")
+    if isinstance(f.get("explanation"), str):
+        lines.append(esc_plot(f["explanation"]))
     if pd.notna(f.get("requests")) and int(f["requests"]) > 1:
         lines.append(f"{int(f['requests']):,} requests with this stale epoch")
     return "<br>".join(lines)
@@ -52,6 +54,8 @@ def render(report: Report) -> Section:
                            how=fenced["inferred"].map({True: "inferred", False: "broker error"}).fillna(""))
     cols = [
         Col("ts", "time", fmt_ts), Col("party", "fenced"), Col("error_name", "error"),
+        Col("cause", "cause", title="why, where the wire shows it (fenced_epochs.cause)"),
+        Col("explanation", "what happened", fmt_text, wrap=True),
         Col("stale_epoch", "used epoch", fmt_int, numeric=True),
         Col("current_epoch", "current epoch", fmt_int, numeric=True),
         Col("current_epoch_source", "evidence", fmt_text, title="the response that handed the current epoch",

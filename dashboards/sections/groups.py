@@ -136,7 +136,8 @@ def _episode_hover(e: pd.Series) -> str:
              f"{esc_plot(fmt_float(e['duration_s']))} s, from {esc_plot(fmt_ts_full(e['start_ts']))}",
              f"trigger <b>{esc_plot(e['trigger'] or 'unknown')}</b> {esc_plot(e.get('trigger_member_id') or '')}",
              f"partitions moved: {esc_plot(fmt_int(e['partitions_moved']) or '?')}{moved_list}",
-             f"stalled_s: {esc_plot(fmt_float(e['stalled_s']))}",
+             f"stalled_s: {esc_plot(fmt_float(e['stalled_s']))} (no owner)",
+             f"fetch_gap_s: {esc_plot(fmt_float(e.get('fetch_gap_s')) or '?')} (records unfetched)",
              f"members {esc_plot(fmt_int(e['members_before']))} → {esc_plot(fmt_int(e['members_after']))}, "
              f"rounds {esc_plot(fmt_int(e['rounds']))}"]
     return "<br>".join(lines)
@@ -234,6 +235,7 @@ def _summary(members_: pd.DataFrame, fenced: pd.DataFrame, episodes: pd.DataFram
     out["fencings"] = out["group_id"].map(fenced.groupby("group_id").size()).fillna(0).astype(int)
     out["rebalances"] = out["group_id"].map(episodes.groupby("group_id").size()).fillna(0).astype(int)
     out["stalled_s"] = out["group_id"].map(episodes.groupby("group_id")["stalled_s"].sum()).fillna(0.0)
+    out["fetch_gap_s"] = out["group_id"].map(episodes.groupby("group_id")["fetch_gap_s"].sum()).fillna(0.0)
     return out.sort_values(["fencings", "members"], ascending=False, ignore_index=True)
 
 
@@ -245,7 +247,7 @@ def _episodes_table(episodes: pd.DataFrame) -> list[object]:
                                                   "every member reached, after a join, leave, expiry or fencing would "
                                                   "be listed here (the rebalances job)."))
         return blocks
-    shown = episodes.sort_values(["stalled_s", "duration_s"], ascending=False, na_position="last")
+    shown = episodes.sort_values(["fetch_gap_s", "stalled_s", "duration_s"], ascending=False, na_position="last")
     shown = shown.assign(members=shown["members_before"].map(fmt_int) + " → " + shown["members_after"].map(fmt_int))
     blocks.append(table(shown, [
         Col("group_id", "group"), Col("start_ts", "start", fmt_ts), Col("duration_s", "duration s", fmt_float,
@@ -258,6 +260,9 @@ def _episodes_table(episodes: pd.DataFrame) -> list[object]:
         Col("partitions_moved", "partitions moved", fmt_int, numeric=True),
         Col("moved_partitions", "moved", fmt_list),
         Col("stalled_s", "stalled s", fmt_float, numeric=True, title="longest time a moved partition had no owner"),
+        Col("fetch_gap_s", "unfetched s", fmt_float, numeric=True,
+            title="longest time a moved partition's records went unfetched: its old owner's last fetch to its new "
+                  "owner's first (frozen, gone or revoking owners included)"),
         Col("evidence", "evidence", fmt_text, wrap=True),
     ], table_id="rebalances-table", source="rebalances",
         cell_class=lambda r: "row-bad" if r["trigger"] in ("member_fenced", "member_expired") else ""))
@@ -291,6 +296,30 @@ def _conflicts_table(conflicts: pd.DataFrame) -> list[object]:
     return blocks
 
 
+def _commit_only_table(report: Report) -> list[object]:
+    """Groups that commit offsets with no member joining (manual assignment, or joins before the capture): no
+    timeline to draw, but their commits are where a restarted consumer resumes."""
+    groups = report.frame("sessions/groups")
+    groups = groups[groups["commit_only"].fillna(False).astype(bool)]
+    if groups.empty:
+        return []
+    commits = report.frame("sessions/commits")
+    per = commits.groupby("group_id").agg(partitions=("partition", "size"), commit_lag=("commit_lag", "sum"),
+                                          last_commit=("last_commit", "max")).reset_index()
+    shown = groups.merge(per, on="group_id", how="left").sort_values("commits", ascending=False)
+    return [heading(f"Groups that only commit offsets ({len(shown):,})"), table(shown, [
+        Col("group_id", "group"), Col("client_ids", "client ids", fmt_list),
+        Col("commits", "commits", fmt_int, numeric=True),
+        Col("partitions", "partitions", fmt_int, numeric=True),
+        Col("commit_lag", "commit lag", fmt_int, numeric=True,
+            title="records past the last accepted commit at the capture's end, summed over the partitions "
+                  "(sessions/commits)"),
+        Col("last_commit", "last commit", fmt_ts),
+    ], table_id="commit-only-groups-table", source="sessions/groups"),
+        note("No member of these groups joined in the capture: clients that assign partitions themselves, or "
+             "joins before the capture began. Their commits per partition are in sessions/commits.")]
+
+
 def render(report: Report) -> Section:
     lead = ("Members as lanes, marked with the epochs the broker handed them (| with the epoch, when it was handed): "
             "▶ join, ■ leave or end, ◆ expiry, ✕ fencing (hover for the error and the evidence); shaded bands are "
@@ -298,10 +327,11 @@ def render(report: Report) -> Section:
     all_members = members(report)
     fenced = report.frame("fenced_epochs")
     fenced = fenced[fenced["kind"].isin(GROUP_KINDS)]
+    commit_only = _commit_only_table(report)
     if all_members.empty:
         return Section("groups", "Groups", [empty(
-            "consumer or share groups", "JoinGroup / Heartbeat (classic), ConsumerGroupHeartbeat (KIP-848) or "
-            "ShareGroupHeartbeat requests to a group coordinator fill this timeline.")], lead=lead)
+            "group members", "JoinGroup / Heartbeat (classic), ConsumerGroupHeartbeat (KIP-848) or "
+            "ShareGroupHeartbeat requests to a group coordinator fill this timeline."), *commit_only], lead=lead)
     episodes = report.frame("rebalances")
     summary = _summary(all_members, fenced, episodes)
     epochs = report.frame("sessions/epoch_events")
@@ -313,6 +343,7 @@ def render(report: Report) -> Section:
         Col("fencings", "fencings", fmt_int, numeric=True),
         Col("rebalances", "rebalances", fmt_int, numeric=True),
         Col("stalled_s", "stalled s", fmt_float, numeric=True, title="rebalances' stalled_s summed"),
+        Col("fetch_gap_s", "unfetched s", fmt_float, numeric=True, title="rebalances' fetch_gap_s summed"),
     ], table_id="groups-table", source="sessions/members")]
     for group_id in summary["group_id"].head(MAX_GROUPS):
         group = all_members[all_members["group_id"] == group_id]
@@ -326,4 +357,4 @@ def render(report: Report) -> Section:
                            f"{len(summary) - MAX_GROUPS:,} more are in the table above."))
     blocks += _episodes_table(episodes)
     blocks += _conflicts_table(report.frame("ownership_conflicts"))
-    return Section("groups", "Groups", blocks, lead=lead)
+    return Section("groups", "Groups", blocks + commit_only, lead=lead)

@@ -52,16 +52,18 @@ def _api_chart(by_api: pd.Series) -> go.Figure:
     return fig
 
 
-def _rebalances(report: Report) -> tuple[int, float, int]:
-    """Episodes, stalled seconds and groups, from summary.json's `rebalances` ({group: {episodes, stalled_s}}), else
-    from the table (a summary written before the rebalances job existed)."""
+def _rebalances(report: Report) -> tuple[int, float, float, int]:
+    """Episodes, stalled seconds, unfetched seconds and groups, from summary.json's `rebalances` ({group: {episodes,
+    stalled_s, fetch_gap_s}}), else from the table (a summary written before the rebalances job existed)."""
     per_group = report.summary.get("rebalances")
     if not isinstance(per_group, dict):
-        table = report.frame("rebalances", ("group_id", "stalled_s"))
-        return len(table), float(table["stalled_s"].sum()), table["group_id"].nunique()
+        table = report.frame("rebalances", ("group_id", "stalled_s", "fetch_gap_s"))
+        return (len(table), float(table["stalled_s"].sum()), float(table["fetch_gap_s"].sum()),
+                table["group_id"].nunique())
     episodes = sum(int((g or {}).get("episodes") or 0) for g in per_group.values())
     stalled = sum(float((g or {}).get("stalled_s") or 0) for g in per_group.values())
-    return episodes, stalled, len(per_group)
+    unfetched = sum(float((g or {}).get("fetch_gap_s") or 0) for g in per_group.values())
+    return episodes, stalled, unfetched, len(per_group)
 
 
 def _e2e_p99(report: Report) -> dict[str, float]:
@@ -75,7 +77,7 @@ def _e2e_p99(report: Report) -> dict[str, float]:
 
 def _group_dynamics_cards(report: Report) -> list[str]:
     """Rebalances with their stall, end-to-end p99 per topic and ownership conflicts (issue #16's summary keys)."""
-    episodes, stalled, groups = _rebalances(report)
+    episodes, stalled, unfetched, groups = _rebalances(report)
     p99 = _e2e_p99(report)
     conflicts = report.summary.get("ownership_conflicts")
     if conflicts is None:
@@ -83,8 +85,9 @@ def _group_dynamics_cards(report: Report) -> list[str]:
     shown = ", ".join(f"{topic} {fmt_us(ms * 1000)}" for topic, ms in list(p99.items())[:3])
     more = f" (+{len(p99) - 3:,} topics)" if len(p99) > 3 else ""
     return [
-        card("rebalances", fmt_int(episodes), href="#rebalances", tone="warn" if stalled > 0 else "",
+        card("rebalances", fmt_int(episodes), href="#rebalances", tone="warn" if stalled or unfetched else "",
              detail=f"{stalled:,.1f} s stalled in total over {groups:,} group{'s' if groups != 1 else ''}"
+             + (f"; records unfetched for {unfetched:,.1f} s" if unfetched else "")
              if episodes else "rebalance episodes of classic and KIP-848 groups"),
         card("worst e2e p99", fmt_us(next(iter(p99.values())) * 1000) if p99 else "–", href="#e2e",
              detail=shown + more if p99 else "produce-to-delivery time, per topic"),
@@ -130,7 +133,8 @@ def render(report: Report) -> Section:
         ("connections", fmt_int(s.get("connections", report.rows("sessions/connections")))),
         ("clients", fmt_int(s.get("clients", 0))),
         ("brokers", fmt_int(s.get("brokers", 0))),
-        ("groups", fmt_int(s.get("groups", 0))),
+        ("groups", fmt_int(s.get("groups", 0)) + (f" ({fmt_int(s['commit_only_groups'])} only commit offsets)"
+                                                  if s.get("commit_only_groups") else "")),
         ("group members", fmt_int(s.get("members", 0))),
         ("producers", fmt_int(s.get("producers", report.rows("sessions/producers")))),
         ("throughput window", str(s.get("window") or "")),

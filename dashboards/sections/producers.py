@@ -13,13 +13,19 @@ from kafkatap.dashboards.sections.fencings import fencing_hover
 
 MAX_LANES = 40
 OUTCOME_COLOUR = {"commit": "#10b981", "abort": "#f59e0b", "open": "#94a3b8", "fenced": "#ef4444"}
-PRODUCER_COLUMNS = ("transactional_id", "producer_id", "producer_ids", "client_id", "first_seen", "last_seen",
-                    "epochs", "transactions", "commits", "aborts", "failed_end_txns", "batches", "records", "ended",
-                    "end_ts", "end_error")
+PRODUCER_COLUMNS = ("transactional_id", "producer_id", "producer_ids", "client_id", "client_host", "first_seen",
+                    "last_seen", "epochs", "transactions", "commits", "aborts", "failed_end_txns", "batches", "records",
+                    "ended", "end_ts", "end_error", "kind")
 
 
 def _lane(row: pd.Series) -> str:
-    name = row["transactional_id"] if isinstance(row.get("transactional_id"), str) else f"pid {row['producer_id']}"
+    """The transactional id, the producer id, or for a plain producer (no id on the wire) its client id and host."""
+    if isinstance(row.get("transactional_id"), str):
+        name = row["transactional_id"]
+    elif row.get("kind") == "plain":
+        return f"plain producer ({row['client_id']} on {row['client_host']})"
+    else:
+        name = f"pid {row['producer_id']}"
     return f"{name} ({row['client_id']})" if isinstance(row.get("client_id"), str) else name
 
 
@@ -113,8 +119,9 @@ def render(report: Report) -> Section:
     producers = report.frame("sessions/producers", PRODUCER_COLUMNS)
     if producers.empty:
         return Section("producers", "Producers", [empty(
-            "idempotent or transactional producers", "InitProducerId requests and Produce requests with a producer "
-            "id fill this timeline; transactions come from AddPartitionsToTxn / EndTxn.")], lead=lead)
+            "producers", "Produce requests with record batches fill this timeline (a lane per transactional id, "
+            "producer id, or client of a plain producer); transactions come from AddPartitionsToTxn / EndTxn.")],
+            lead=lead)
     producers = producers.assign(lane=[_lane(r) for _, r in producers.iterrows()])
     producers = producers.assign(end=producers["end_ts"].fillna(producers["last_seen"]))
     fenced = report.frame("fenced_epochs")

@@ -1,5 +1,5 @@
-"""Sessions: the connections, group members, producers, transactions, share members and fetch links of the report,
-as sortable tables."""
+"""Sessions: the connections, groups, committed offsets, group members, producers, transactions, share members and
+fetch links of the report, as sortable tables."""
 
 from __future__ import annotations
 
@@ -18,6 +18,17 @@ TABLES: list[tuple[str, str, str, list[Col]]] = [
         Col("response_bytes", "bytes in", fmt_bytes, numeric=True), Col("errors", "errors", fmt_int, numeric=True),
         Col("unpaired", "unpaired", fmt_int, numeric=True), Col("latency_p50_us", "p50", fmt_us, numeric=True),
         Col("latency_p99_us", "p99", fmt_us, numeric=True), Col("requests_by_api", "by api", fmt_list)]),
+    ("sessions/groups", "Groups", "requests that name a group (joins, heartbeats, commits, offset fetches)", [
+        Col("group_id", "group"), Col("kind", "kind"), Col("joined", "joined"), Col("commit_only", "commit only"),
+        Col("members", "members", fmt_int, numeric=True), Col("client_ids", "client ids", fmt_list),
+        Col("commits", "commits", fmt_int, numeric=True), Col("errors", "errors", fmt_int, numeric=True),
+        Col("coordinator", "coordinator"), Col("first_seen", "first seen", TS), Col("last_seen", "last seen", TS)]),
+    ("sessions/commits", "Committed offsets", "OffsetCommit requests", [
+        Col("group_id", "group"), Col("topic", "topic"), Col("partition", "partition", fmt_int, numeric=True),
+        Col("commits", "commits", fmt_int, numeric=True), Col("refused", "refused", fmt_int, numeric=True),
+        Col("committed_offset", "committed offset", fmt_int, numeric=True),
+        Col("high_watermark", "high watermark", fmt_int, numeric=True),
+        Col("commit_lag", "commit lag", fmt_int, numeric=True), Col("last_commit", "last commit", TS)]),
     ("sessions/members", "Group members", "JoinGroup or ConsumerGroupHeartbeat traffic", [
         Col("group_id", "group"), Col("member_id", "member"), Col("kind", "kind"), Col("client_id", "client id"),
         Col("group_instance_id", "instance"), Col("first_seen", "first seen", TS), Col("end_ts", "ended at", TS),
@@ -25,8 +36,8 @@ TABLES: list[tuple[str, str, str, list[Col]]] = [
         Col("member_epochs", "epochs", fmt_list), Col("joins", "joins", fmt_int, numeric=True),
         Col("assignment_changes", "assignment changes", fmt_int, numeric=True),
         Col("final_assignment", "final assignment", fmt_list)]),
-    ("sessions/producers", "Producers", "InitProducerId or idempotent Produce traffic", [
-        Col("transactional_id", "transactional id"), Col("producer_ids", "producer ids", fmt_list),
+    ("sessions/producers", "Producers", "Produce traffic", [
+        Col("transactional_id", "transactional id"), Col("kind", "kind"), Col("producer_ids", "producer ids", fmt_list),
         Col("client_id", "client id"), Col("epochs", "epochs", fmt_list), Col("first_seen", "first seen", TS),
         Col("last_seen", "last seen", TS), Col("records", "records", fmt_int, numeric=True),
         Col("commits", "commits", fmt_int, numeric=True), Col("aborts", "aborts", fmt_int, numeric=True),

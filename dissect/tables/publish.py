@@ -19,24 +19,26 @@ from kafkatap.errors import CommandError, UsageError, no_space
 
 OURS = {*TABLES, "summary.json"}
 """What a dissect output holds: a folder with anything else is not ours to replace."""
+DISSECT_OUTPUT = "a kafkatap dissect output"
 
 
-def check_target(out: Path) -> None:
-    """Refuse an OUT that is a file, or a folder holding anything but an earlier dissect output."""
+def check_target(out: Path, ours: set[str] = OURS, what: str = DISSECT_OUTPUT) -> None:
+    """Refuse an OUT that is a file, or a folder holding anything but an earlier output (`what`, made of `ours`)."""
     if out.is_file() or (out.exists() and not out.is_dir()):
         raise UsageError(f"{out} is a file: -o takes a folder (a new one, or an earlier output to replace)")
     if out.is_dir():
-        foreign = sorted(name for name in os.listdir(out) if name not in OURS)
+        foreign = sorted(name for name in os.listdir(out) if name not in ours)
         if foreign:
-            raise UsageError(f"{out} holds files that are not a kafkatap dissect output ({', '.join(foreign[:3])}"
+            raise UsageError(f"{out} holds files that are not {what} ({', '.join(foreign[:3])}"
                              f"{', ...' if len(foreign) > 3 else ''}): choose a new folder or empty it")
 
 
 @contextmanager
-def staged(out: Path) -> Iterator[Path]:
+def staged(out: Path, ours: set[str] = OURS, what: str = DISSECT_OUTPUT) -> Iterator[Path]:
     """Yield a hidden folder beside OUT to write the run into; put it in OUT's place when the block ends, or remove
-    it when the block raises (OUT untouched). OSErrors come out as one-line CommandErrors."""
-    check_target(out)
+    it when the block raises (OUT untouched). OSErrors come out as one-line CommandErrors. OUT is checked first
+    (`check_target`)."""
+    check_target(out, ours, what)
     staging = out.with_name(f".{out.name}.kafkatap-{os.getpid()}.writing")
     try:
         out.parent.mkdir(parents=True, exist_ok=True)

@@ -6,6 +6,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from kafkatap.pipelines.intermediates import materialize
+from kafkatap.pipelines.transforms.causes import CAUSE, with_causes
 from kafkatap.pipelines.transforms.common import (
     FENCING_ERRORS, MEMBER_FENCING, PRODUCER_FENCING, SHARE_SESSION_FENCING,
 )
@@ -16,7 +17,7 @@ from kafkatap.pipelines.transforms.ownership import ownership
 
 OUTPUT = ["kind", "group_id", "transactional_id", "member_id", "group_instance_id", "producer_id", "client_id",
           "stale_epoch", "current_epoch", "current_epoch_source", "error_code", "error_name", "api_key", "api_name",
-          "correlation_id", "conn_id", "ts", "inferred", "requests", "topic", "partition", *FENCER]
+          "correlation_id", "conn_id", "ts", "inferred", "requests", "topic", "partition", *FENCER, *CAUSE]
 
 
 def _reported(usage: DataFrame) -> Column:
@@ -64,5 +65,5 @@ def fenced_epochs(frames: DataFrame, batches: DataFrame) -> DataFrame:
     # Materialized: the fencers read the fencings three times (producers', members', and the join back).
     folded = materialize(_fold(flagged).join(txn_ids, "producer_id", "left")
                          .withColumn("transactional_id", F.coalesce("transactional_id", "_txn_id")).drop("_txn_id"))
-    folded = with_fencers(folded, handed, ownership(frames, batches))
+    folded = with_causes(with_fencers(folded, handed, ownership(frames, batches)), frames, handed)
     return folded.unionByName(leader_fencings(frames), allowMissingColumns=True).select(OUTPUT)

@@ -114,10 +114,25 @@ def _assignment_history(mf: DataFrame, names: DataFrame) -> DataFrame:
     return decoded.join(opaque, ["group_id", "member_id"], "full")
 
 
-def _ended(last_event: Column, last_error: Column, last_seen: Column, capture_end: Column,
-           timeout_ms: Column) -> Column:
+MISSED_HEARTBEATS = 2
+"""A KIP-848 member's session timeout is a broker setting, not on the wire: a member refused as unknown after
+sending nothing accepted for more than this many of its heartbeat intervals was removed for its silence."""
+
+
+def removed_for_silence(kind: Column, error_name: Column, silent_ms: Column, session_timeout_ms: Column,
+                        heartbeat_interval_ms: Column) -> Column:
+    """A member refused after a silence its coordinator removes members for: longer than its session timeout (a
+    classic member's, from its JoinGroup), or a KIP-848 member refused UNKNOWN_MEMBER_ID after more than
+    `MISSED_HEARTBEATS` heartbeat intervals."""
+    return F.coalesce(F.when(kind == "classic_group", silent_ms > session_timeout_ms).otherwise(
+        (error_name == "UNKNOWN_MEMBER_ID") & (silent_ms > MISSED_HEARTBEATS * heartbeat_interval_ms)), F.lit(False))
+
+
+def _ended(last_event: Column, last_error: Column, last_seen: Column, capture_end: Column, timeout_ms: Column,
+           removed: Column) -> Column:
     silent_ms = (F.unix_micros(capture_end) - F.unix_micros(last_seen)) / 1000
-    return (F.when(last_event == "leave", "left")
+    return (F.when(last_error.isin(MEMBER_FENCING) & removed, "expired")  # its last request, a leave too, refused
+            .when(last_event == "leave", "left")
             .when(last_error.isin(MEMBER_FENCING), "fenced")
             .when(silent_ms > timeout_ms, "expired")
             .otherwise("alive"))
@@ -127,10 +142,14 @@ def members(frames: DataFrame, batches: DataFrame) -> DataFrame:
     mf = member_frames(frames)
     is_leave = (F.col("api_key") == ApiKey.LEAVE_GROUP) | (
         (F.col("api_key") == ApiKey.CONSUMER_GROUP_HEARTBEAT) & F.col("member_epoch").isin(-1, -2))
+    ok = is_ok(F.col("error_code"))
+    earlier = Window.partitionBy("group_id", "member_id").orderBy("ts").rowsBetween(Window.unboundedPreceding, -1)
     events = (mf.withColumn("event", F.when(is_leave, "leave").otherwise("request"))
               .withColumn("timeout_ms", F.when(F.col("api_key") == ApiKey.JOIN_GROUP,
-                                               request_str("$.session_timeout_ms").cast("long"))))
-    ok = is_ok(F.col("error_code"))
+                                               request_str("$.session_timeout_ms").cast("long")))
+              .withColumn("beat_ms", F.when((F.col("api_key") == ApiKey.CONSUMER_GROUP_HEARTBEAT) & ok,
+                                            response_str("$.heartbeat_interval_ms").cast("long")))
+              .withColumn("ok_before", F.max(F.when(ok & ~is_leave, F.col("ts"))).over(earlier)))
     generation = F.when((F.col("api_key") == ApiKey.JOIN_GROUP) & ok,
                         F.coalesce(response_str("$.generation_id").cast("int"), F.col("generation_id")))
     member_epoch = F.when((F.col("api_key") == ApiKey.CONSUMER_GROUP_HEARTBEAT) & ok
@@ -154,6 +173,8 @@ def members(frames: DataFrame, batches: DataFrame) -> DataFrame:
         F.max_by("error_name", last).alias("last_error"),
         F.max_by(F.coalesce("ts_response", "ts_request"), last).alias("last_ts"),
         F.max("timeout_ms").alias("timeout_ms"),
+        F.max_by("beat_ms", F.when(F.col("beat_ms").isNotNull(), F.col("ts"))).alias("beat_ms"),
+        F.max_by("ok_before", last).alias("ok_before"),
     )
     history = _assignment_history(mf, topic_names(batches))
     empty = F.array().cast("array<string>")
@@ -162,19 +183,25 @@ def members(frames: DataFrame, batches: DataFrame) -> DataFrame:
            .withColumn("partitions_gained", F.coalesce("partitions_gained", empty))
            .withColumn("partitions_lost", F.coalesce("partitions_lost", empty))
            .withColumn("final_assignment", F.coalesce("final_assignment", empty))
+           .withColumn("_removed", removed_for_silence(
+               F.col("kind"), F.col("last_error"), (F.unix_micros("last_ts") - F.unix_micros("ok_before")) / 1000,
+               F.col("timeout_ms"), F.col("beat_ms")))
            .withColumn("ended", _ended(F.col("last_event"), F.col("last_error"), F.col("last_seen"),
                                        F.col("capture_end"),
-                                       F.coalesce("timeout_ms", F.lit(DEFAULT_SESSION_TIMEOUT_MS))))
-           .withColumn("end_ts", F.when(F.col("ended") == "fenced", F.col("last_ts")).otherwise(F.col("last_seen")))
-           .withColumn("end_error", F.when(F.col("ended") == "fenced", F.col("last_error"))))
+                                       F.coalesce("timeout_ms", F.lit(DEFAULT_SESSION_TIMEOUT_MS)), F.col("_removed")))
+           .withColumn("refused", F.col("last_error").isin(MEMBER_FENCING)
+                       & ((F.col("last_event") != "leave") | F.col("_removed")))
+           .withColumn("end_ts", F.when(F.col("refused"), F.col("last_ts")).otherwise(F.col("last_seen")))
+           .withColumn("end_error", F.when(F.col("refused"), F.col("last_error")))
+           .withColumn("session_timeout_ms", F.col("timeout_ms")))
     return out.drop("adecoded", "aopaque", "last_event", "last_error", "last_ts", "timeout_ms", "capture_start",
-                    "capture_end")
+                    "capture_end", "beat_ms", "ok_before", "_removed", "refused")
 
 
 def member_spans(members_df: DataFrame, slack_s: int = 60) -> DataFrame:
     """When each member could have been fetching: from its first request to its leave / fencing, or to `slack_s`
     after its last request (fetching goes on between heartbeats and after the capture's last heartbeat)."""
-    closed = F.col("ended").isin("left", "fenced")
+    closed = F.col("ended").isin("left", "fenced") | F.col("end_error").isNotNull()  # expired, then refused
     return members_df.select(
         "group_id", "member_id", "client_id", "client_host",
         F.col("first_seen").alias("span_start"),

@@ -43,8 +43,8 @@ def _txn_ids(pf: DataFrame) -> DataFrame:
 
 
 def _produced(batches: DataFrame) -> DataFrame:
-    return with_client_host(batches.where((F.col("direction") == "produce") & (F.col("producer_id") >= 0)
-                                          & ~F.col("is_control")))
+    """Every producer's data batches, idempotent or not (a plain producer's batches carry producer id -1)."""
+    return with_client_host(batches.where((F.col("direction") == "produce") & ~F.col("is_control")))
 
 
 def transactions(frames: DataFrame, batches: DataFrame) -> DataFrame:
@@ -54,7 +54,7 @@ def transactions(frames: DataFrame, batches: DataFrame) -> DataFrame:
     requests = pf.where(F.col("api_key").isin(*TXN_APIS)).select(
         "producer_id", "producer_epoch", "transactional_id", "ts", "api_key", "committed", "error_name",
         F.lit(None).cast("string").alias("tp"), F.lit(0).alias("batches"), F.lit(0).alias("records"))
-    data = _produced(batches).where(F.col("is_transactional")).select(
+    data = _produced(batches).where(F.col("is_transactional") & (F.col("producer_id") >= 0)).select(
         "producer_id", F.col("producer_epoch").cast("int"), F.lit(None).cast("string").alias("transactional_id"),
         "ts", F.lit(0).cast("short").alias("api_key"), F.lit(None).cast("boolean").alias("committed"),
         F.lit(None).cast("string").alias("error_name"),
@@ -82,6 +82,7 @@ def transactions(frames: DataFrame, batches: DataFrame) -> DataFrame:
 
 
 def producers(frames: DataFrame, batches: DataFrame) -> DataFrame:
+    """One row per producer: transactional, idempotent (by producer id) and plain (by client id and host)."""
     pf = producer_frames(frames)
     txn_ids = _txn_ids(pf)
     produce = _produced(batches)
@@ -91,7 +92,11 @@ def producers(frames: DataFrame, batches: DataFrame) -> DataFrame:
         F.col("producer_epoch").alias("epoch"), "api_key", "committed", "error_name",
         F.lit(0).alias("batches"), F.lit(0).alias("records"), F.lit(0).cast("long").alias("bytes"),
         F.lit(False).alias("is_transactional"))
-    batch_side = _producer_key(produce, txn_ids).select(
+    # A plain producer has no id of its own on the wire: it is its client id on its host (over all its connections).
+    plain = F.concat(F.lit("client:"), F.coalesce("client_id", F.lit("")), F.lit("@"),
+                     F.coalesce("client_host", F.lit("")))
+    keyed = F.when(F.col("producer_id") >= 0, F.col("producer_key")).otherwise(plain)
+    batch_side = _producer_key(produce, txn_ids).withColumn("producer_key", keyed).select(
         "producer_key", "transactional_id", "producer_id", "client_id", "client_host", "ts", "correlation_id",
         F.col("producer_epoch").cast("int").alias("epoch"), F.lit(0).cast("short").alias("api_key"),
         F.lit(None).cast("boolean").alias("committed"), F.lit(None).cast("string").alias("error_name"),
@@ -124,7 +129,9 @@ def producers(frames: DataFrame, batches: DataFrame) -> DataFrame:
                    "open_transaction")
              .when(F.col("end").isNull(), "active")
              .when(F.col("end.committed"), "committed").otherwise("aborted"))
-    return (agg.withColumn("ended", ended)
+    kind = (F.when(F.col("transactional_id").isNotNull(), "transactional")
+            .when(F.col("producer_id") >= 0, "idempotent").otherwise("plain"))
+    return (agg.withColumn("ended", ended).withColumn("kind", kind)
             .withColumn("end_ts", F.when(F.col("ended") == "fenced", F.col("fence.ts"))
                         .when(F.col("ended").isin("committed", "aborted"), F.col("end.ts"))
                         .otherwise(F.col("last_seen")))

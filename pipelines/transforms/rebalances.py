@@ -14,14 +14,15 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
-from kafkatap.pipelines.transforms.common import MEMBER_FENCING, request_str
+from kafkatap.pipelines.storage import client_host
+from kafkatap.pipelines.transforms.common import MEMBER_FENCING, request_str, with_client_host
 from kafkatap.pipelines.transforms.episodes import episodes
 from kafkatap.pipelines.transforms.members import member_frames
 from kafkatap.pipelines.transforms.ownership import ownership
 
 OUTPUT = ["group_id", "kind", "start_ts", "end_ts", "duration_s", "generation_or_epoch", "rounds", "members_before",
           "members_after", "members_joined", "members_left", "partitions_moved", "moved_partitions", "stalled_s",
-          "trigger", "trigger_member_id", "evidence"]
+          "fetch_gap_s", "fetch_gap_partition_s", "trigger", "trigger_member_id", "evidence"]
 CAUSES = ["member_joined", "member_left", "member_fenced", "member_expired", "subscription_changed"]
 
 
@@ -77,22 +78,48 @@ def _triggers(eps: DataFrame, causes: DataFrame) -> DataFrame:
             .agg(F.min_by(F.struct("cause", "member_id"), "_key").alias("t")))
 
 
-def _moves(eps: DataFrame, owned: DataFrame) -> DataFrame:
-    """partitions_moved / moved_partitions / stalled_s per episode: owners at the previous close against owners at
-    this close; a moved partition is unowned from its old owner's release (or the episode's start, when it had none)
-    to its new owner's assignment (or the episode's end, when it has none)."""
+def _fetch_gaps(both: DataFrame, batches: DataFrame) -> DataFrame:
+    """Per moved partition (`both`: key, old, new): when its records were last fetched by the old owner's client
+    before the new owner got it, and first fetched by the new owner's client after (a client is its client id on its
+    host, as fetches are linked to members: Fetch requests name no member)."""
+    fetched = (with_client_host(batches.where(F.col("direction") == "fetch"))
+               .select("topic", "partition", "client_id", "client_host", "ts").alias("f"))
+    key = [F.col(f"m.{c}") for c in ["group_id", "end_ts", "topic", "partition"]]
+    m = both.alias("m")
+    tp = (F.col("f.topic") == F.col("m.topic")) & (F.col("f.partition") == F.col("m.partition"))
+    handover = F.coalesce(F.col("m.new.taken"), F.col("m.end_ts"))
+    last_old = (m.join(fetched, tp & (F.col("f.client_id") == F.col("m.old.client_id"))
+                       & (F.col("f.client_host") == F.col("m.old.client_host")) & (F.col("f.ts") <= handover))
+                .groupBy(*key).agg(F.max("f.ts").alias("old_last_fetch")))
+    first_new = (m.join(fetched, tp & (F.col("f.client_id") == F.col("m.new.client_id"))
+                        & (F.col("f.client_host") == F.col("m.new.client_host"))
+                        & (F.col("f.ts") >= F.col("m.new.taken")))
+                 .groupBy(*key).agg(F.min("f.ts").alias("new_first_fetch")))
+    return last_old.join(first_new, ["group_id", "end_ts", "topic", "partition"], "full")
+
+
+def _owner(member_end: str) -> Column:
+    """An ownership row as the struct `_moves` compares: the member, its client and host, and `member_end`."""
+    name, column = member_end.split(":")
+    return F.struct(F.col("o.member_id").alias("member_id"), F.col("o.client_id").alias("client_id"),
+                    client_host(F.substring_index(F.col("o.conn_id"), ">", 1)).alias("client_host"),
+                    F.col(column).alias(name))
+
+
+def _moves(eps: DataFrame, owned: DataFrame, batches: DataFrame) -> DataFrame:
+    """partitions_moved / moved_partitions / stalled_s / fetch_gap_s / fetch_gap_partition_s per episode: owners at
+    the previous close against owners at this close; a moved partition is unowned from its old owner's release (or
+    the episode's start, when it had none) to its new owner's assignment (or the episode's end, when it has none),
+    and unfetched from its old owner's last fetch of its records to its new owner's first."""
     e = eps.select("group_id", "end_ts", "prev_end", "start_ts").alias("e")
     o = owned.alias("o")
     same = (F.col("o.group_id") == F.col("e.group_id"))
     old = (e.join(o, same & F.col("e.prev_end").isNotNull() & (F.col("o.own_start") <= F.col("e.prev_end"))
                   & (F.col("o.own_end") >= F.col("e.prev_end")))
-           .select("e.group_id", "e.end_ts", "o.topic", "o.partition",
-                   F.struct(F.col("o.member_id").alias("member_id"), F.col("o.own_end").alias("released"))
-                   .alias("old"), "o.own_start"))
+           .select("e.group_id", "e.end_ts", "o.topic", "o.partition", _owner("released:o.own_end").alias("old"),
+                   "o.own_start"))
     new = (e.join(o, same & (F.col("o.own_start") <= F.col("e.end_ts")) & (F.col("o.own_end") >= F.col("e.end_ts")))
-           .select("e.group_id", "e.end_ts", "o.topic", "o.partition",
-                   F.struct(F.col("o.member_id").alias("member_id"), F.col("o.own_start").alias("taken"))
-                   .alias("new")))
+           .select("e.group_id", "e.end_ts", "o.topic", "o.partition", _owner("taken:o.own_start").alias("new")))
     key = ["group_id", "end_ts", "topic", "partition"]
     # a zombie still holding a partition is not its owner: the member handed it last is
     old = old.groupBy(key).agg(F.max_by("old", "own_start").alias("old"))
@@ -101,11 +128,14 @@ def _moves(eps: DataFrame, owned: DataFrame) -> DataFrame:
             .where(~F.col("old.member_id").eqNullSafe(F.col("new.member_id"))))
     unowned = _seconds(F.coalesce(F.col("old.released"), F.col("start_ts")),
                        F.coalesce(F.col("new.taken"), F.col("end_ts")))
-    return (both.groupBy("group_id", "end_ts").agg(
+    gaps = _fetch_gaps(both, batches)
+    unfetched = F.greatest(_seconds(F.col("old_last_fetch"), F.col("new_first_fetch")), F.lit(0.0))
+    return (both.join(gaps, key, "left").groupBy("group_id", "end_ts").agg(
         F.count(F.lit(1)).alias("partitions_moved"),
         F.array_sort(F.collect_list(F.concat_ws(":", "topic", F.col("partition").cast("string"))))
         .alias("moved_partitions"),
-        F.max(F.greatest(unowned, F.lit(0.0))).alias("stalled_s")))
+        F.max(F.greatest(unowned, F.lit(0.0))).alias("stalled_s"),
+        F.max(unfetched).alias("fetch_gap_s"), F.sum(unfetched).alias("fetch_gap_partition_s")))
 
 
 def rebalances(frames: DataFrame, batches: DataFrame) -> DataFrame:
@@ -114,13 +144,16 @@ def rebalances(frames: DataFrame, batches: DataFrame) -> DataFrame:
            .withColumn("members_left", F.array_sort(F.array_except("before", "after"))))
     key = ["group_id", "end_ts"]
     return (eps.join(_triggers(eps, _causes(frames)), key, "left")
-            .join(_moves(eps, ownership(frames, batches)), key, "left")
+            .join(_moves(eps, ownership(frames, batches), batches), key, "left")
             .withColumn("duration_s", _seconds(F.col("start_ts"), F.col("end_ts")))
             .withColumn("members_before", F.size("before").cast("int"))
             .withColumn("members_after", F.size("after").cast("int"))
             .withColumn("partitions_moved", F.coalesce("partitions_moved", F.lit(0)))
             .withColumn("moved_partitions", F.coalesce("moved_partitions", F.array().cast("array<string>")))
             .withColumn("stalled_s", F.coalesce("stalled_s", F.lit(0.0)))
+            .withColumn("fetch_gap_s", F.when(F.col("partitions_moved") == 0, 0.0).otherwise(F.col("fetch_gap_s")))
+            .withColumn("fetch_gap_partition_s", F.when(F.col("partitions_moved") == 0, 0.0)
+                        .otherwise(F.col("fetch_gap_partition_s")))
             .withColumn("trigger", F.coalesce(F.col("t.cause"), F.lit("unknown")))
             .withColumn("trigger_member_id", F.col("t.member_id"))
             .withColumn("evidence", F.concat(F.lit("opened by "), F.col("open_evidence"), F.lit("; closed by "),

@@ -27,6 +27,7 @@ def summary(frames: DataFrame, batches: DataFrame, anomalies: DataFrame, tables:
         F.countDistinct("client_id").alias("clients"), F.countDistinct("broker_addr").alias("brokers"),
         F.count(F.when(F.col("error_code") != 0, 1)).alias("errors"),
         F.countDistinct("conn_id").alias("connections")).first()
+    by_name = frames.where(F.col("error_code") != 0).groupBy("error_name").agg(F.count(F.lit(1)).alias("n")).collect()
     data = batches.where(~F.coalesce(F.col("is_control"), F.lit(False))).agg(
         F.sum(F.when(F.col("direction") == "produce", F.col("record_count"))).alias("produced"),
         F.sum(F.when(F.col("direction") != "produce", F.col("record_count"))).alias("fetched")).first()
@@ -34,6 +35,7 @@ def summary(frames: DataFrame, batches: DataFrame, anomalies: DataFrame, tables:
         "frames": f["frames"], "capture_start": f["start"], "capture_end": f["end"],
         "capture_span_s": float(f["span"] or 0.0),
         "connections": f["connections"], "clients": f["clients"], "brokers": f["brokers"], "errors": f["errors"],
+        "errors_by_name": {r["error_name"] or "unknown": r["n"] for r in by_name},
         "produced_records": int(data["produced"] or 0), "fetched_records": int(data["fetched"] or 0),
         "anomalies": anomalies.count(), "window": window,
     }
@@ -41,11 +43,11 @@ def summary(frames: DataFrame, batches: DataFrame, anomalies: DataFrame, tables:
         out["connections"] = tables["sessions/connections"].count()
     members = [tables[n] for n in ("sessions/members", "sessions/share_members") if n in tables]
     if members:
-        groups = members[0].select("group_id")
-        for m in members[1:]:
-            groups = groups.unionByName(m.select("group_id"))
-        out["groups"] = groups.distinct().count()
         out["members"] = sum(m.count() for m in members)
+    if "sessions/groups" in tables:
+        kinds = tables["sessions/groups"].agg(F.count(F.lit(1)).alias("groups"),
+                                              F.count(F.when(F.col("commit_only"), 1)).alias("commit_only")).first()
+        out["groups"], out["commit_only_groups"] = kinds["groups"], kinds["commit_only"]
     if "sessions/producers" in tables:
         out["producers"] = tables["sessions/producers"].count()
     if "sessions/transactions" in tables:
@@ -60,6 +62,8 @@ def summary(frames: DataFrame, batches: DataFrame, anomalies: DataFrame, tables:
             by_kind[r["kind"]] = by_kind.get(r["kind"], 0) + r["n"]
         by_kind["inferred"] = sum(r["n"] for r in rows if r["inferred"])
         out["fenced_epochs_by_kind"] = by_kind
+        causes = tables["fenced_epochs"].groupBy("cause").agg(F.count(F.lit(1)).alias("n")).collect()
+        out["fenced_epochs_by_cause"] = {r["cause"] or "not_shown": r["n"] for r in causes}
     if "duplicate_deliveries" in tables:
         rows = (tables["duplicate_deliveries"].groupBy("kind", "possible", "wire_only")
                 .agg(F.count(F.lit(1)).alias("ranges"),
@@ -83,9 +87,10 @@ def _group_dynamics(tables: dict[str, DataFrame]) -> dict:
     out: dict = {}
     if "rebalances" in tables:
         rows = tables["rebalances"].groupBy("group_id").agg(
-            F.count(F.lit(1)).alias("episodes"), F.sum("stalled_s").alias("stalled_s")).collect()
-        out["rebalances"] = {r["group_id"]: {"episodes": r["episodes"], "stalled_s": float(r["stalled_s"] or 0.0)}
-                             for r in rows}
+            F.count(F.lit(1)).alias("episodes"), F.sum("stalled_s").alias("stalled_s"),
+            F.sum("fetch_gap_s").alias("fetch_gap_s")).collect()
+        out["rebalances"] = {r["group_id"]: {"episodes": r["episodes"], "stalled_s": float(r["stalled_s"] or 0.0),
+                                             "fetch_gap_s": float(r["fetch_gap_s"] or 0.0)} for r in rows}
     if "e2e_latency" in tables:
         rows = tables["e2e_latency"].groupBy("topic").agg(F.max("p99_ms").alias("p99")).collect()
         out["e2e_p99_ms"] = {r["topic"]: r["p99"] for r in rows if r["p99"] is not None}

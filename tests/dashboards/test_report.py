@@ -18,7 +18,7 @@ from kafkatap.dashboards.charts import MAX_BUCKETS, rebucket
 from kafkatap.dashboards.cli import main as cli_main
 from kafkatap.dashboards.fragments import Col, fmt_int, table
 from kafkatap.dashboards.load import Report
-from kafkatap.dashboards.sections import e2e, groups, latency, overview
+from kafkatap.dashboards.sections import e2e, fencings, groups, latency, overview
 from kafkatap.dashboards.sections.share import delivery_counts
 from kafkatap.errors import CommandError
 from kafkatap.pipelines.schema import TABLES
@@ -79,8 +79,8 @@ def test_every_section_is_on_the_page_with_its_anchor(report_dir: Path) -> None:
 
 def test_empty_report_says_what_would_fill_each_section(tmp_path: Path) -> None:
     html = render_dashboard(Report(str(tmp_path)))
-    for what in ("No record data", "No consumer or share groups", "No fencings", "No duplicate deliveries",
-                 "No share groups", "No idempotent or transactional producers", "No end-to-end latencies"):
+    for what in ("No record data", "No group members", "No fencings", "No duplicate deliveries",
+                 "No share groups", "No producers", "No end-to-end latencies"):
         assert what in html
 
 
@@ -240,3 +240,21 @@ def test_latency_section_of_an_older_report_asks_for_a_new_analysis(tmp_path: Pa
          "latency_max_us": 1000}])
     html = _html(latency.render(Report(str(tmp_path))))
     assert "No exact percentiles in this report" in html and "kafkatap analyze" in html
+
+
+def test_each_fencing_is_explained_in_one_sentence(report_dir: Path) -> None:
+    html = _html(fencings.render(Report(str(report_dir))))
+    rows = _rows(html, "fencings-table")
+    explained = [r for r in rows if "used epoch 4 after the coordinator had handed it 5" in r]
+    assert len(explained) == 1 and "stale_epoch" in explained[0]
+
+
+def test_groups_that_only_commit_are_listed_with_their_commit_lag(report_dir: Path, tmp_path: Path) -> None:
+    html = _html(groups.render(Report(str(report_dir))))
+    (row,) = _rows(html, "commit-only-groups-table")
+    assert "manual-assign" in row and "assigner" in row and ">239<" in row  # 120 + 119 records behind
+    only = tmp_path / "only"
+    for name in ("sessions/groups", "sessions/commits"):
+        shutil.copytree(report_dir / name, only / name)
+    html = _html(groups.render(Report(str(only))))
+    assert "No group members in this capture" in html and "Groups that only commit offsets (1)" in html

@@ -22,6 +22,7 @@ from tests.support.bulk import chatty_pcap
 from tests.support.cli import assert_one_clean_line, run_cli
 from tests.support.disks import tmpfs
 from tests.support.paths import SAMPLES
+from tests.support.pcap import web_capture
 
 SAMPLE = SAMPLES / "idempotent.pcapng"
 LARGER = SAMPLES / "day_in_the_life.pcapng"
@@ -132,3 +133,10 @@ def test_a_signal_mid_run_publishes_what_was_read(tmp_path: Path, large_capture:
     assert done["byte_account"]["balanced"]
     assert pq.read_table(out / "frames").num_rows == done["rows"]["frames"]
     assert_readable(out)
+
+
+def test_a_capture_without_kafka_exits_3_with_what_was_looked_for(tmp_path: Path) -> None:
+    result = run_cli("dissect", str(web_capture(tmp_path / "web.pcap")), "-o", str(tmp_path / "out"), "-q",
+                     "--port", "9093")
+    assert_one_clean_line(result, 3, "no Kafka traffic found")
+    assert "(port 9093 taken as brokers')" in result.stderr and summary(tmp_path / "out")["rows"]["frames"] == 0

@@ -200,3 +200,20 @@ def test_end_to_end_latency_matches_the_clients_send_and_receive_times(sample, n
         assert (r.records, r.produce_missing) == (len(mine) + sum(k[2] == r.partition for k in tail), 0)
         assert abs(r.p50_ms - statistics.median(mine)) <= 15.0, (r.partition, r.p50_ms, statistics.median(mine))
         assert r.max_ms <= mine[-1] + 1.0
+
+
+def test_a_frozen_members_partitions_go_unfetched_until_their_new_owner_fetches_them(sample):
+    """classic_group: kt-member-2 stops (its "stall" event, right after a poll) holding clicks:2 and clicks:3; the
+    episode that expires it moves them to kt-member-1, which polls them once its generation-2 callback ran. The
+    episode's fetch gap is that span as the clients saw it, though no partition was without an owner (`stalled_s`
+    0: the frozen member owned them until the coordinator removed it)."""
+    truth, inp = sample("classic_group")
+    events = truth["events"]
+    stall = next(e for e in events if e["what"] == "stall")
+    taken = next(e for e in events if e["what"] == "generation" and e["client_id"] == "kt-member-1"
+                 and e["t"] > stall["t"])
+    (episode,) = [e for e in _episodes(inp) if e["trigger"] == "member_expired"]
+    felt = taken["t"] - stall["t"]
+    assert episode["moved_partitions"] == ["clicks:2", "clicks:3"] and episode["stalled_s"] == 0.0
+    assert felt - CLASSIC_SLACK_S <= episode["fetch_gap_s"] <= felt + 1.0, (felt, episode["fetch_gap_s"])
+    assert episode["fetch_gap_partition_s"] == pytest.approx(2 * episode["fetch_gap_s"], rel=0.05)

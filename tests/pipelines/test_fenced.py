@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kafkatap.dissect.tables.schema import BATCHES, FRAMES
+from kafkatap.pipelines.transforms.causes import CAUSE
 from kafkatap.pipelines.transforms.fenced import fenced_epochs
 from kafkatap.pipelines.schema import FENCED_EPOCHS
 from kafkatap.pipelines.storage import conform
@@ -12,7 +13,7 @@ from kafkatap.pipelines.testing import assert_frames_equal, batch, frame, t, tab
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
-CGH, INIT, END_TXN, PRODUCE, JOIN, HB, COMMIT = 68, 22, 26, 0, 11, 12, 8
+CGH, INIT, END_TXN, PRODUCE, JOIN, HB, COMMIT, LEAVE, ADD_PARTS = 68, 22, 26, 0, 11, 12, 8, 13, 24
 
 
 def fenced(spark, frames, batches=()):
@@ -30,8 +31,9 @@ def expected(**values) -> dict:
 
 
 def assert_frame(spark, actual, rows):
-    """Whole-frame comparison inside Spark (timestamps stay UTC-aware; row order does not matter)."""
-    assert_frames_equal(actual, table(spark, FENCED_EPOCHS, rows))
+    """Whole-frame comparison inside Spark (timestamps stay UTC-aware; row order does not matter), of the evidence
+    columns: the causes have tests of their own below."""
+    assert_frames_equal(actual.drop(*CAUSE), table(spark, FENCED_EPOCHS, rows).drop(*CAUSE))
 
 
 def test_kip848_fenced_member_epoch_with_its_evidence(spark):
@@ -148,3 +150,75 @@ def test_leader_epoch_fencing_per_partition_with_the_current_epoch(spark):
 
 def test_no_frames_no_fencings(spark):
     assert run(spark, [frame(3, "Metadata", 1)]) == []
+
+
+def _join(ts, member, generation, timeout_ms=6000, **values):
+    return frame(JOIN, "JoinGroup", ts, correlation_id=int(ts * 10), group_id="cg", member_id=member,
+                 generation_id=generation, request={"session_timeout_ms": timeout_ms},
+                 response={"member_id": member, "generation_id": generation}, **values)
+
+
+def _beat(ts, member, generation, **values):
+    return frame(HB, "Heartbeat", ts, correlation_id=int(ts * 10), group_id="cg", member_id=member,
+                 generation_id=generation, **values)
+
+
+def _refused_commit(ts, member, generation, error="UNKNOWN_MEMBER_ID", code=25):
+    return frame(COMMIT, "OffsetCommit", ts, correlation_id=int(ts * 10), group_id="cg", member_id=member,
+                 error_code=code, error_name=error, request={"generation_id_or_member_epoch": generation})
+
+
+def test_a_classic_member_silent_past_its_session_timeout_is_explained(spark):
+    frames = [_join(1, "m1", 1), _beat(2, "m1", 1), _join(3, "m2", 2, client_id="other"), _beat(4, "m2", 2),
+              _refused_commit(12, "m1", 1)]
+    (r,) = run(spark, frames)
+    assert (r["cause"], r["last_ok_ts"], r["silent_s"], r["session_timeout_ms"], r["group_generation"],
+            r["current_epoch"]) == ("session_timeout", t(2).replace(tzinfo=None), 10.0, 6000, 2, 2)
+    assert r["current_epoch_source"].startswith("JoinGroup response corr=30 ")  # the group's, handed to m2
+    assert r["explanation"] == (
+        "app (member m1) sent nothing the coordinator accepted for 10.0 s after 2026-01-01T00:00:02.000000Z, longer "
+        "than its session timeout (6.0 s, from its JoinGroup): the coordinator removed it and the group went on to "
+        "generation 2; its OffsetCommit at 2026-01-01T00:00:12.000000Z was refused UNKNOWN_MEMBER_ID.")
+
+
+def test_a_member_that_missed_a_rebalance_left_or_was_replaced(spark):
+    missed = [_join(1, "m1", 1), _join(2, "m2", 2, client_id="other"), _beat(3, "m1", 1),
+              _beat(4, "m1", 1, error_code=22, error_name="ILLEGAL_GENERATION")]
+    (r,) = [r for r in run(spark, missed) if not r["inferred"]]
+    assert (r["cause"], r["stale_epoch"], r["group_generation"]) == ("new_generation", 1, 2)
+    assert "used generation 1 while the group was in generation 2: it missed a rebalance" in r["explanation"]
+    left = [_join(1, "m1", 1), _beat(2, "m1", 1),
+            frame(LEAVE, "LeaveGroup", 3, group_id="cg", member_id="m1"), _refused_commit(4, "m1", 1)]
+    (r,) = run(spark, left)
+    assert r["cause"] == "left" and r["explanation"].startswith("app (member m1) had left the group; its OffsetCommit")
+    replaced = [_join(1, "m1", 1, group_instance_id="i-1"), _beat(2, "m1", 1, group_instance_id="i-1"),
+                _join(3, "m2", 2, group_instance_id="i-1", client_id="new"),
+                _beat(4, "m1", 1, group_instance_id="i-1", error_code=82, error_name="FENCED_INSTANCE_ID")]
+    (r,) = [r for r in run(spark, replaced) if not r["inferred"]]
+    assert r["cause"] == "replaced" and "member m2 joined as its static instance i-1 at " in r["explanation"]
+
+
+def test_a_kip848_member_silent_for_its_heartbeats_and_a_fenced_producer_are_explained(spark):
+    def hb(ts, epoch, answered=None, **values):
+        response = {"member_id": "m1", "member_epoch": answered, "heartbeat_interval_ms": 1000} if answered else {}
+        return frame(CGH, "ConsumerGroupHeartbeat", ts, correlation_id=int(ts * 10), group_id="g", member_id="m1",
+                     member_epoch=epoch, response_member_epoch=answered, response=response, **values)
+
+    frames = [hb(1, 0, 3), hb(2, 3, 3), hb(9, 3, None, error_code=25, error_name="UNKNOWN_MEMBER_ID")]
+    (r,) = run(spark, frames)
+    assert (r["cause"], r["silent_s"], r["heartbeat_interval_ms"], r["session_timeout_ms"]) == (
+        "session_timeout", 7.0, 1000, None)
+    assert "more than 2 of its heartbeat intervals (1.0 s; the session timeout itself is a broker setting)" in \
+        r["explanation"]
+    producers = [
+        frame(INIT, "InitProducerId", 1, correlation_id=1, transactional_id="tx", client_id="first",
+              response={"producer_id": 7, "producer_epoch": 0}),
+        frame(INIT, "InitProducerId", 2, correlation_id=1, conn_id="c2", transactional_id="tx", client_id="second",
+              response={"producer_id": 7, "producer_epoch": 1}),
+        frame(ADD_PARTS, "AddPartitionsToTxn", 3, correlation_id=2, transactional_id="tx", producer_id=7,
+              producer_epoch=0, client_id="first", error_code=90, error_name="PRODUCER_FENCED")]
+    (r,) = run(spark, producers)
+    assert r["cause"] == "new_instance" and r["explanation"] == (
+        "Producer tx (first) used epoch 0 after second initialised the same producer at "
+        "2026-01-01T00:00:02.001000Z with epoch 1; its AddPartitionsToTxn at 2026-01-01T00:00:03.000000Z was "
+        "refused PRODUCER_FENCED.")

@@ -123,6 +123,11 @@ def test_analyze_writes_the_report(spark, dissected, tmp_path):
     assert truth["fenced_epochs"] and summary["fenced_epochs"] == len(truth["fenced_epochs"])
     assert summary["duplicate_records"] == {k: v for k, v in truth["duplicate_records"].items() if v}
     assert summary["window"] == "500ms" and summary["frames"] > 0 and summary["capture_span_s"] > 0
+    assert set(summary) <= set(schema.SUMMARY_KEYS)  # every key the README documents
+    assert summary["fenced_epochs_by_cause"] == {"session_timeout": 1}
+    assert summary["errors_by_name"]["UNKNOWN_MEMBER_ID"] == sum(
+        n for apis in truth["response_errors"].values() for errors in apis.values()
+        for name, n in errors.items() if name == "UNKNOWN_MEMBER_ID")
     events = pq.read_table(report / "sessions/epoch_events").to_pylist()
     members_ = pq.read_table(report / "sessions/members").to_pylist()
     handed = {(e["group_id"], e["member_id"], e["epoch"]) for e in events if e["kind"] == "classic_group"}
@@ -141,3 +146,24 @@ def test_one_job_alone_runs_what_it_needs_and_writes_what_analyze_writes(spark, 
         got, want = (sorted(map(repr, pq.read_table(r / name).to_pylist())) for r in (alone, whole))
         assert got == want and want, name
     assert not (alone / "fenced_epochs").exists() and not (alone / "rebalances").exists()
+
+
+FROZEN = [p.name.removesuffix(".truth.json") for p in TRUTHS if '"stalled_by_sigstop"' in p.read_text()]
+
+
+@pytest.mark.parametrize("sample", FROZEN)
+def test_a_member_frozen_past_its_session_timeout_is_fenced_for_it(dissected, results, sample):
+    """The member the workload froze (SIGSTOP) until the coordinator removed it: its fencing names the session
+    timeout, with a silence the client's own freeze and resume times bound (plus at most a couple of heartbeat
+    intervals before the freeze) and, for a classic member, the session timeout it was configured with."""
+    truth = dissected[sample][0]
+    stop = next(e for e in truth["events"] if e["what"] == "stalled_by_sigstop")
+    resume = next(e for e in truth["events"]
+                  if e["what"] == "resumed_by_sigcont" and e["client_id"] == stop["client_id"])
+    config = next(c["config"] for c in truth["clients"] if c["client_id"] == stop["client_id"])
+    (row,) = [f for f in results["fenced"] if f["client_id"] == stop["client_id"] and not f["inferred"]]
+    frozen = resume["t"] - stop["t"]
+    assert row["cause"] == "session_timeout", row
+    assert frozen <= row["silent_s"] <= frozen + 2.5, (frozen, row["silent_s"])
+    assert row["session_timeout_ms"] == config.get("session_timeout_ms")  # KIP-848: a broker setting, not on the wire
+    assert stop["client_id"] in row["explanation"] and "the coordinator removed it" in row["explanation"]

@@ -9,6 +9,7 @@ from kafkatap.dissect.tables.schema import BATCHES, FRAMES, SHARE
 from kafkatap.pipelines import schema
 from kafkatap.pipelines.transforms.connections import connections
 from kafkatap.pipelines.transforms.epochs import epoch_events
+from kafkatap.pipelines.transforms.groups import group_commits, groups
 from kafkatap.pipelines.transforms.links import fetch_links
 from kafkatap.pipelines.transforms.members import member_spans, members
 from kafkatap.pipelines.transforms.producers import producers, transactions
@@ -20,6 +21,7 @@ from kafkatap.samples import capture_path, load_truth
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 CGH, JOIN, SYNC, LEAVE, FETCH, INIT, ADD_PARTS, END_TXN, SGH, SHARE_FETCH = 68, 11, 14, 13, 1, 22, 24, 26, 76, 78
+OFFSET_COMMIT = 8
 
 
 def test_connections(spark):
@@ -128,6 +130,43 @@ def test_producer_transactions_and_fencing(spark):
     (p,) = rows(conform(producers(f, b), schema.PRODUCERS))
     assert (p["transactional_id"], p["epochs"], p["transactions"], p["commits"], p["aborts"], p["batches"],
             p["records"], p["ended"], p["end_error"]) == ("tx", [0], 2, 1, 1, 2, 7, "fenced", "PRODUCER_FENCED")
+
+
+def test_every_producer_is_a_row_plain_ones_by_client_and_host(spark):
+    """Producers without idempotence send producer id -1: each client id on each host is one plain producer."""
+    batches = [batch("produce", 1, "t", 0, 0, 4, producer_id=7, producer_epoch=0, base_sequence=0),
+               batch("produce", 2, "t", 0, 5, 9, client_id="plain-a"),
+               batch("produce", 3, "t", 1, 0, 2, client_id="plain-a", conn_id="c2"),
+               batch("produce", 4, "t", 1, 3, 3, client_id="plain-a", client_addr="10.0.0.2:50000"),
+               batch("produce", 5, "t", 1, 4, 4, client_id="plain-b", is_control=True)]
+    got = rows(conform(producers(table(spark, FRAMES, []), table(spark, BATCHES, batches)), schema.PRODUCERS))
+    assert sorted((p["kind"], p["producer_id"], p["client_id"], p["client_host"], p["batches"], p["records"],
+                   p["ended"]) for p in got) == [
+        ("idempotent", 7, "app", "10.0.0.1", 1, 5, "active"),
+        ("plain", -1, "plain-a", "10.0.0.1", 2, 8, "active"),  # two connections, one producer
+        ("plain", -1, "plain-a", "10.0.0.2", 1, 1, "active")]  # a control batch is no producer's data
+
+
+def test_groups_include_commit_only_ones_with_their_commit_lag(spark):
+    def commit(ts, group, offset, **values):
+        request = {"topics": [{"name": "t", "partitions": [{"partition_index": 0, "committed_offset": offset}]}]}
+        return frame(OFFSET_COMMIT, "OffsetCommit", ts, group_id=group, request=request, **values)
+
+    frames = [frame(JOIN, "JoinGroup", 1, group_id="joined", member_id="m1"),
+              commit(2, "joined", 10, member_id="m1"),
+              commit(3, "manual", 5, client_id="assigner"), commit(4, "manual", 8, client_id="assigner"),
+              commit(5, "manual", 12, client_id="assigner", error_code=25, error_name="UNKNOWN_MEMBER_ID")]
+    batches = [batch("fetch", 4.5, "t", 0, 0, 9, high_watermark=20), batch("fetch", 1.5, "t", 0, 0, 9,
+                                                                              high_watermark=15)]
+    f, b = table(spark, FRAMES, frames), table(spark, BATCHES, batches)
+    got = {g["group_id"]: g for g in rows(conform(groups(f), schema.GROUPS))}
+    assert {k: (g["joined"], g["commit_only"], g["members"], g["commits"], g["client_ids"])
+            for k, g in got.items()} == {"joined": (True, False, 1, 1, ["app"]),
+                                         "manual": (False, True, 0, 3, ["assigner"])}
+    committed = {c["group_id"]: c for c in rows(conform(group_commits(f, b), schema.COMMITS))}
+    assert [(c["commits"], c["refused"], c["committed_offset"], c["high_watermark"], c["commit_lag"], c["member_ids"])
+            for c in (committed["joined"], committed["manual"])] == [(1, 0, 10, 20, 10, ["m1"]),
+                                                                     (3, 1, 8, 20, 12, [])]
 
 
 def test_share_members(spark):

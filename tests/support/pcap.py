@@ -9,6 +9,7 @@ from __future__ import annotations
 import ipaddress
 import struct
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Iterable
 
 FIN, SYN, RST, PSH, ACK = 0x01, 0x02, 0x04, 0x08, 0x10
@@ -238,3 +239,14 @@ class RecordingSink:
 
     def anomalies(self, kind: str | None = None) -> list[tuple]:
         return [e for e in self.events if e[0] == "anomaly" and (kind is None or e[1] == kind)]
+
+
+def web_capture(path: Path) -> Path:
+    """A capture of two HTTP exchanges and nothing else (14 packets): no Kafka in it."""
+    frames = []
+    for port in (40000, 40001):
+        flow = TcpFlow(client=("10.0.0.1", port), server=("10.0.0.2", 80))
+        frames += [*flow.handshake(), *flow.send(0, b"GET / HTTP/1.1\r\nHost: example\r\n\r\n"),
+                   *flow.send(1, b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"), *flow.fin(0), *flow.fin(1)]
+    write_pcap(str(path), timed(frames))
+    return path

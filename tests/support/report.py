@@ -80,11 +80,34 @@ def _producers() -> list[dict]:
         {"transactional_id": "orders-tx", "producer_id": 1000, "producer_ids": [1000], "client_id": "orders-producer",
          "client_host": "127.0.0.1", "first_seen": at(2), "last_seen": at(89), "epochs": [0, 1], "transactions": 4,
          "commits": 3, "aborts": 1, "failed_end_txns": 0, "batches": 400, "records": 4000, "bytes": 400_000,
-         "ended": "open_transaction", "end_ts": at(80)},
+         "ended": "open_transaction", "end_ts": at(80), "kind": "transactional"},
         {"producer_id": 2001, "producer_ids": [2001], "client_id": "idem-producer", "client_host": "127.0.0.1",
          "first_seen": at(4), "last_seen": at(85), "epochs": [0], "transactions": 0, "commits": 0, "aborts": 0,
-         "failed_end_txns": 0, "batches": 120, "records": 1200, "bytes": 90_000, "ended": "active", "end_ts": at(85)},
+         "failed_end_txns": 0, "batches": 120, "records": 1200, "bytes": 90_000, "ended": "active", "end_ts": at(85),
+         "kind": "idempotent"},
+        {"producer_id": -1, "producer_ids": [-1], "client_id": "plain-producer", "client_host": "127.0.0.2",
+         "first_seen": at(5), "last_seen": at(60), "epochs": [], "transactions": 0, "commits": 0, "aborts": 0,
+         "failed_end_txns": 0, "batches": 30, "records": 300, "bytes": 9_000, "ended": "active", "end_ts": at(60),
+         "kind": "plain"},
     ]
+
+
+def _groups() -> list[dict]:
+    """The report's groups as sessions/groups lists them, and a group that only commits offsets."""
+    joined = [{"group_id": g, "kind": kind, "joined": True, "commit_only": False, "first_seen": at(1),
+               "last_seen": at(89), "members": 2, "client_ids": ["consumer-a"], "commits": 40, "offset_fetches": 2,
+               "errors": 1, "coordinator": BROKER}
+              for g, kind in [("orders-cg", "consumer_group"), ("legacy-grp", "classic_group"),
+                              ("share-g", "share_group")]]
+    return joined + [{"group_id": "manual-assign", "kind": "classic_group", "joined": False, "commit_only": True,
+                      "first_seen": at(10), "last_seen": at(70), "members": 0, "client_ids": ["assigner"],
+                      "commits": 12, "offset_fetches": 1, "errors": 0, "coordinator": BROKER}]
+
+
+def _commits() -> list[dict]:
+    return [{"group_id": "manual-assign", "topic": "orders", "partition": p, "commits": 6, "refused": 0,
+             "first_commit": at(10), "last_commit": at(70), "committed_offset": 500 + p, "member_ids": [],
+             "high_watermark": 620, "commit_lag": 120 - p} for p in (0, 1)]
 
 
 def _transactions() -> list[dict]:
@@ -119,7 +142,9 @@ def _fenced() -> list[dict]:
          "current_epoch_source": f"ConsumerGroupHeartbeat response corr=41 conn={conn(50003)} at {at(48)}",
          "api_key": 68, "api_name": "ConsumerGroupHeartbeat", "correlation_id": 57, "conn_id": conn(50004),
          "ts": at(50), "inferred": False, "requests": 1, "fenced_by_client_id": "consumer-a",
-         "fenced_by_conn_id": conn(50003), "fenced_by_member_id": LIVE_MEMBER, "fenced_by_ts": at(48)},
+         "fenced_by_conn_id": conn(50003), "fenced_by_member_id": LIVE_MEMBER, "fenced_by_ts": at(48),
+         "cause": "stale_epoch", "explanation": f"consumer-b (member {FENCED_MEMBER}) used epoch 4 after the "
+         "coordinator had handed it 5; its ConsumerGroupHeartbeat at ... was refused FENCED_MEMBER_EPOCH."},
         {"kind": "producer", "transactional_id": "orders-tx", "producer_id": 1000, "client_id": "orders-producer",
          "stale_epoch": 0, "current_epoch": 1, "error_code": 90, "error_name": "PRODUCER_FENCED",
          "current_epoch_source": f"InitProducerId response corr=3 conn={conn(50001)} at {at(30)}",
@@ -205,8 +230,9 @@ def _latency(requests: list[dict]) -> list[dict]:
 
 def summary() -> dict:
     return {"frames": 930, "capture_start": at(0).isoformat(), "capture_end": at(SPAN_S).isoformat(),
-            "capture_span_s": float(SPAN_S), "connections": 7, "clients": 6, "brokers": 1, "groups": 3, "members": 6,
-            "producers": 2, "transactions": {"commit": 3, "abort": 1, "open": 1}, "fenced_epochs": 3,
+            "capture_span_s": float(SPAN_S), "connections": 7, "clients": 6, "brokers": 1, "groups": 4,
+            "commit_only_groups": 1, "members": 6, "producers": 3,
+            "transactions": {"commit": 3, "abort": 1, "open": 1}, "fenced_epochs": 3,
             "fenced_epochs_by_kind": {"consumer_group": 1, "producer": 1, "classic_group": 1, "inferred": 1},
             "duplicate_ranges": {"consumer_group": 1, "share_group": 1, "producer": 1},
             "duplicate_records": {"consumer_group": 50, "share_group": 10, "producer": 10},
@@ -319,7 +345,8 @@ def e2e_latency() -> list[dict]:
 def write_report(root: Path) -> Path:
     """A complete report in `root` (every table of pipelines.schema plus summary.json)."""
     data, requests, lag = _throughput()
-    for name, rows in [("sessions/connections", _connections()), ("sessions/members", _members()),
+    for name, rows in [("sessions/connections", _connections()), ("sessions/groups", _groups()),
+                       ("sessions/commits", _commits()), ("sessions/members", _members()),
                        ("sessions/producers", _producers()), ("sessions/transactions", _transactions()),
                        ("sessions/share_members", _share_members()), ("sessions/fetch_links", []),
                        ("sessions/epoch_events", _epoch_events()),

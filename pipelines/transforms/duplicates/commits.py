@@ -18,16 +18,17 @@ COMMIT = "struct<topics:array<struct<name:string,partitions:array<struct<partiti
 
 def commits(frames: DataFrame) -> DataFrame:
     """Offsets members committed or tried to commit (rejected commits included: they still state the position the
-    client had reached): (group_id, member_id, topic, partition, committed_offset, ts)."""
+    client had reached): (group_id, member_id, topic, partition, committed_offset, ts, error_code), the error code
+    the response carried (null when it is not in the capture)."""
     c = (frames.where(F.col("api_key") == ApiKey.OFFSET_COMMIT)
          .select("group_id", F.coalesce(nonempty(F.col("member_id")), request_str("$.member_id")).alias("member_id"),
-                 F.coalesce("ts_request", "ts_response").alias("ts"),
+                 F.coalesce("ts_request", "ts_response").alias("ts"), "error_code",
                  F.from_json(F.col("request_json"), COMMIT).alias("j")))
-    topics = c.select("group_id", "member_id", "ts", F.explode("j.topics").alias("t"))
-    return topics.select("group_id", "member_id", "ts", F.col("t.name").alias("topic"),
+    topics = c.select("group_id", "member_id", "ts", "error_code", F.explode("j.topics").alias("t"))
+    return topics.select("group_id", "member_id", "ts", "error_code", F.col("t.name").alias("topic"),
                          F.explode("t.partitions").alias("p")).select(
         "group_id", "member_id", "ts", "topic", F.col("p.partition_index").alias("partition"),
-        F.col("p.committed_offset").alias("committed_offset"))
+        F.col("p.committed_offset").alias("committed_offset"), "error_code")
 
 
 def with_consumed(deliveries: DataFrame, committed: DataFrame) -> DataFrame:

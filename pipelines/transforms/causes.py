@@ -1,0 +1,159 @@
+"""Why a party was fenced, where the wire shows it, in columns and in one sentence a user can act on.
+
+A broker's error only says that a request was refused. What led to it is in the fenced party's own traffic before
+it: a group member that went silent for longer than its session timeout (the coordinator removed it), one that had
+left, a static member whose instance id another member took over, a member that missed the rebalance to the group's
+current generation; a producer whose transactional id a second instance initialised. For classic groups the
+generation the member is compared with is the group's (the latest one the coordinator handed to any member), not
+the member's own join.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from kafkatap.dissect.protocol.generated.api_keys import ApiKey
+from kafkatap.pipelines.transforms.common import ISO, is_ok, response_source
+from kafkatap.pipelines.transforms.members import MISSED_HEARTBEATS, member_frames, removed_for_silence
+
+CAUSE = ["cause", "last_ok_ts", "silent_s", "session_timeout_ms", "heartbeat_interval_ms", "group_generation",
+         "explanation"]
+_ROW = ["kind", "party", "stale_epoch", "inferred", "ts"]
+MEMBER_KINDS = ["classic_group", "consumer_group"]
+
+
+def _member_facts(rows: DataFrame, frames: DataFrame) -> DataFrame:
+    """Per member fencing row: its last accepted request before the fencing, its session timeout as of then (the
+    latest JoinGroup's), whether it had left, and whether another member took over its static instance id."""
+    mf = member_frames(frames)
+    r = rows.where(F.col("kind").isin(MEMBER_KINDS)).alias("r")
+    own = mf.select("group_id", "member_id", "ts", "api_key", "error_code", "request_json", "response_json",
+                    "member_epoch").alias("m")
+    before = r.join(own, (F.col("m.group_id") == F.col("r.group_id")) & (F.col("m.member_id") == F.col("r.member_id"))
+                    & (F.col("m.ts") < F.col("r.ts")))
+    join = F.col("m.api_key") == ApiKey.JOIN_GROUP
+    leave = (F.col("m.api_key") == ApiKey.LEAVE_GROUP) | (
+        (F.col("m.api_key") == ApiKey.CONSUMER_GROUP_HEARTBEAT) & F.col("m.member_epoch").isin(-1, -2))
+    timeout = F.get_json_object(F.col("m.request_json"), "$.session_timeout_ms").cast("long")
+    beat = F.when((F.col("m.api_key") == ApiKey.CONSUMER_GROUP_HEARTBEAT) & is_ok(F.col("m.error_code")),
+                  F.get_json_object(F.col("m.response_json"), "$.heartbeat_interval_ms").cast("long"))
+    facts = before.groupBy(*[F.col(f"r.{c}") for c in _ROW]).agg(
+        F.max(F.when(is_ok(F.col("m.error_code")) & ~leave, F.col("m.ts"))).alias("last_ok_ts"),
+        F.max_by(F.when(join, timeout), F.when(join & timeout.isNotNull(), F.col("m.ts"))).alias("session_timeout_ms"),
+        F.max_by(beat, F.when(beat.isNotNull(), F.col("m.ts"))).alias("heartbeat_interval_ms"),
+        F.max(F.when(leave, F.col("m.ts"))).alias("left_ts"))
+    # another member id answered for the same static instance after this member's last accepted request
+    others = mf.where(F.col("group_instance_id").isNotNull() & is_ok(F.col("error_code"))
+                      & F.col("api_key").isin(ApiKey.JOIN_GROUP, ApiKey.CONSUMER_GROUP_HEARTBEAT)).alias("o")
+    took = (rows.where(F.col("kind").isin(MEMBER_KINDS) & F.col("group_instance_id").isNotNull()).alias("r")
+            .join(others, (F.col("o.group_id") == F.col("r.group_id"))
+                  & (F.col("o.group_instance_id") == F.col("r.group_instance_id"))
+                  & (F.col("o.member_id") != F.col("r.member_id")) & (F.col("o.ts") < F.col("r.ts")))
+            .groupBy(*[F.col(f"r.{c}") for c in _ROW])
+            .agg(F.min_by(F.struct(F.col("o.member_id").alias("member_id"), F.col("o.ts").alias("ts")),
+                          F.col("o.ts")).alias("replaced_by")))
+    return _on_rows(facts, took, "full")
+
+
+def _group_generations(rows: DataFrame, handed: DataFrame) -> DataFrame:
+    """Per classic fencing row: the group's latest generation handed to any member at or before it, and where."""
+    r = rows.where(F.col("kind") == "classic_group").alias("r")
+    joins = handed.where(F.col("kind") == "classic_group").alias("h")
+    pairs = r.join(joins, (F.col("h.group_id") == F.col("r.group_id")) & (F.col("h.ts") <= F.col("r.ts")))
+    # response_source names the correlation id and connection unqualified: the handed side's, under those names
+    pairs = pairs.select(*[F.col(f"r.{c}").alias(c) for c in _ROW], F.col("h.epoch").alias("h_epoch"),
+                         F.col("h.ts").alias("h_ts"), F.col("h.api_name").alias("h_api"),
+                         F.col("h.correlation_id").alias("correlation_id"), F.col("h.conn_id").alias("conn_id"))
+    latest = F.struct(F.col("h_epoch").alias("epoch"), response_source(F.col("h_api"), F.col("h_ts")).alias("source"))
+    return pairs.groupBy(*_ROW).agg(F.max_by(latest, F.struct("h_epoch", "h_ts")).alias("generation"))
+
+
+def _on_rows(left: DataFrame, right: DataFrame, how: str) -> DataFrame:
+    """Join per fencing row: null-safe on `_ROW` (a leave or a join carries no epoch: `stale_epoch` is null)."""
+    keys = [F.col(f"a.{c}").eqNullSafe(F.col(f"b.{c}")) for c in _ROW]
+    joined = left.alias("a").join(right.alias("b"), keys, how)
+    rest = [F.col(f"b.{c}") for c in right.columns if c not in _ROW]
+    if how == "full":
+        return joined.select(*[F.coalesce(f"a.{c}", f"b.{c}").alias(c) for c in _ROW],
+                             *[F.col(f"a.{c}") for c in left.columns if c not in _ROW], *rest)
+    return joined.select("a.*", *rest)
+
+
+def _at(ts: Column) -> Column:
+    return F.date_format(ts, ISO)
+
+
+def _explanation(silent: Column) -> Column:
+    """One sentence per cause, naming the party, what it did and what the coordinator did about it."""
+    who = F.concat(F.coalesce(F.col("client_id"), F.lit("?")), F.lit(" (member "), F.coalesce("member_id", F.lit("?")),
+                   F.lit(")"))
+    refused = F.concat(F.lit("its "), F.col("api_name"), F.lit(" at "), _at(F.col("ts")), F.lit(" was refused "),
+                       F.coalesce(F.col("error_name"), F.lit("without a response")))
+    limit = F.when(F.col("session_timeout_ms").isNotNull(), F.concat(
+        F.lit("longer than its session timeout ("), F.format_number(F.col("session_timeout_ms") / 1000, 1),
+        F.lit(" s, from its JoinGroup)"))).otherwise(F.concat(
+            F.lit("more than "), F.lit(str(MISSED_HEARTBEATS)), F.lit(" of its heartbeat intervals ("),
+            F.format_number(F.col("heartbeat_interval_ms") / 1000, 1),
+            F.lit(" s; the session timeout itself is a broker setting)")))
+    return (
+        F.when(F.col("cause") == "session_timeout", F.concat(
+            who, F.lit(" sent nothing the coordinator accepted for "), F.format_number(silent, 1),
+            F.lit(" s after "), _at(F.col("last_ok_ts")), F.lit(", "), limit, F.lit(": the coordinator removed it"),
+            F.when(F.col("group_generation").isNotNull(), F.concat(
+                F.lit(" and the group went on to generation "), F.col("group_generation").cast("string")))
+            .otherwise(F.lit("")), F.lit("; "), refused, F.lit(".")))
+        .when(F.col("cause") == "left", F.concat(who, F.lit(" had left the group; "), refused, F.lit(".")))
+        .when(F.col("cause") == "replaced", F.concat(
+            who, F.lit(" was replaced: "), F.coalesce(F.concat(
+                F.lit("member "), F.col("replaced_by.member_id"), F.lit(" joined as its static instance "),
+                F.col("group_instance_id"), F.lit(" at "), _at(F.col("replaced_by.ts"))),
+                F.lit("another member joined as its static instance")), F.lit("; "), refused, F.lit(".")))
+        .when(F.col("cause") == "new_generation", F.concat(
+            who, F.lit(" used generation "), F.col("stale_epoch").cast("string"),
+            F.lit(" while the group was in generation "), F.col("group_generation").cast("string"),
+            F.lit(": it missed a rebalance; "), refused, F.lit(".")))
+        .when(F.col("cause") == "stale_epoch", F.concat(
+            who, F.lit(" used epoch "), F.col("stale_epoch").cast("string"),
+            F.lit(" after the coordinator had handed it "), F.col("current_epoch").cast("string"), F.lit("; "),
+            refused, F.lit(".")))
+        .when(F.col("cause") == "new_instance", F.concat(
+            F.lit("Producer "), F.coalesce(F.col("transactional_id"), F.col("producer_id").cast("string")),
+            F.lit(" ("), F.coalesce(F.col("client_id"), F.lit("?")), F.lit(") used epoch "),
+            F.col("stale_epoch").cast("string"), F.lit(" after "), F.coalesce(F.col("fenced_by_client_id"), F.lit("?")),
+            F.lit(" initialised the same producer at "), _at(F.col("fenced_by_ts")), F.lit(" with epoch "),
+            F.col("current_epoch").cast("string"), F.lit("; "), refused, F.lit(".")))
+        .when(F.col("inferred"), F.concat(
+            F.coalesce(F.col("client_id"), F.lit("?")), F.lit(" used epoch "), F.col("stale_epoch").cast("string"),
+            F.lit(" after "), F.col("current_epoch").cast("string"),
+            F.lit(" had been handed to the same party, and the broker did not refuse it: a zombie."))))
+
+
+def with_causes(rows: DataFrame, frames: DataFrame, handed: DataFrame) -> DataFrame:
+    """Add CAUSE to fencing rows (`fenced_epochs` before its final select); classic members' `current_epoch` becomes
+    the group's generation where that is newer than the member's own."""
+    facts = _member_facts(rows, frames)
+    generations = _group_generations(rows, handed)
+    out = (_on_rows(_on_rows(rows, facts, "left"), generations, "left")
+           .withColumn("group_generation", F.col("generation.epoch"))
+           .withColumn("current_epoch_source", F.when(
+               F.col("generation.epoch") > F.coalesce(F.col("current_epoch"), F.lit(-1)), F.col("generation.source"))
+               .otherwise(F.col("current_epoch_source")))
+           .withColumn("current_epoch", F.greatest("current_epoch", "group_generation")))
+    member = F.col("kind").isin(MEMBER_KINDS)
+    silent = (F.unix_micros(F.col("ts")) - F.unix_micros(F.col("last_ok_ts"))) / 1e6
+    expired = removed_for_silence(F.col("kind"), F.col("error_name"), silent * 1000, F.col("session_timeout_ms"),
+                                  F.col("heartbeat_interval_ms"))
+    cause = (F.when(F.col("inferred"), F.lit(None))
+             .when(member & ((F.col("error_name") == "FENCED_INSTANCE_ID") | F.col("replaced_by").isNotNull()),
+                   "replaced")
+             .when(member & F.col("left_ts").isNotNull() & (F.col("left_ts") >= F.coalesce("last_ok_ts", "left_ts")),
+                   "left")
+             .when(member & expired, "session_timeout")
+             .when((F.col("kind") == "classic_group") & (F.col("stale_epoch") < F.col("group_generation")),
+                   "new_generation")
+             .when(member & (F.col("stale_epoch") < F.col("current_epoch")), "stale_epoch")
+             .when((F.col("kind") == "producer") & F.col("fenced_by_ts").isNotNull(), "new_instance"))
+    return (out.withColumn("silent_s", F.when(member, silent)).withColumn("cause", cause)
+            .withColumn("explanation", _explanation(F.col("silent_s")))
+            .drop("generation", "left_ts", "replaced_by"))
