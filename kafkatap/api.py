@@ -117,7 +117,8 @@ def tables() -> dict[str, list[str]]:
 
 def read(folder: str | os.PathLike, table: str, spark: SparkSession | None = None) -> pandas.DataFrame | DataFrame:
     """One table of a dissect output or a report (`frames`, `fenced_epochs`, `sessions/members`, ...) with its
-    declared columns: a pandas DataFrame, or a Spark DataFrame when a session is given."""
+    declared columns: a pandas DataFrame (integers and booleans in pandas' nullable dtypes: `Int16`, `boolean`), or a
+    Spark DataFrame when a session is given."""
     schema = _schema(table)
     root = os.fspath(folder)
     if spark is not None:
@@ -132,7 +133,21 @@ def read(folder: str | os.PathLike, table: str, spark: SparkSession | None = Non
     where = f"{path.rstrip('/')}/{table}"
     if fs.get_file_info(where).type.name == "NotFound":
         raise ValueError(f"{root} has no table {table!r}")
-    return conform(ds.dataset(where, format="parquet", filesystem=fs).to_table(), schema).to_pandas()
+    return conform(ds.dataset(where, format="parquet", filesystem=fs).to_table(), schema).to_pandas(
+        types_mapper=_nullable)
+
+
+def _nullable(arrow_type: Any) -> Any:
+    """pandas' nullable dtype for an integer or boolean column: an int16 `error_code` with nulls stays an integer
+    (pandas' default turns it into float64 with NaN, and a bool column with nulls into objects)."""
+    import pandas as pd
+    import pyarrow as pa
+
+    if pa.types.is_integer(arrow_type):
+        return pd.api.types.pandas_dtype(str(arrow_type).replace("int", "Int").replace("uInt", "UInt"))
+    if pa.types.is_boolean(arrow_type):
+        return pd.BooleanDtype()
+    return None
 
 
 def _schema(table: str) -> Any:

@@ -239,9 +239,10 @@ def _run_jobs(spark: SparkSession, report: str, inp: Inputs, jobs: list[str], wi
             while pending or running:
                 for job in [j for j in pending if finished.issuperset(JOBS[j].needs)][:CONCURRENT_JOBS - len(running)]:
                     pending.remove(job)
-                    # the copied context carries `once_per_run`'s run into the thread
-                    future = pool.submit(contextvars.copy_context().run, _run_job, spark, report, inp, job, done,
-                                         window, stop)
+                    # the copied context carries `once_per_run`'s run into the thread; the tables so far as they
+                    # are now (the ones it needs among them): `done` grows while the job runs
+                    future = pool.submit(contextvars.copy_context().run, _run_job, spark, report, inp, job,
+                                         dict(done), window, stop)
                     running[future] = (job, time.perf_counter())
                 for future in wait(running, return_when=FIRST_COMPLETED).done:
                     job, start = running.pop(future)

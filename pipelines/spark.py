@@ -28,9 +28,9 @@ SETTINGS: dict[str, str] = {
 }
 STARTUP_SETTINGS: dict[str, str] = {
     # PySpark's DataFrame debugging asks the JVM for the active session and a setting, and sets the call site there,
-    # on every DataFrame and column function the pipelines call: about a third of the Python-to-JVM calls a report
-    # makes. It only adds the Python call site to an analysis error's message, and the pipelines' errors are
-    # reported by their job's name (`failures`).
+    # on every DataFrame and column function the pipelines call: half the Python-to-JVM calls of a report (89,600
+    # against 41,400 for the bundled sample). It only adds the Python call site to an analysis error's message, which
+    # the commands never show (a failure is one line from its root cause: `failures`). Read at start only.
     "spark.python.sql.dataFrameDebugging.enabled": "false",
 }
 

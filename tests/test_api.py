@@ -33,6 +33,10 @@ def test_dissect_and_read_in_pandas(tmp_path: Path) -> None:
     from kafkatap.dissect.tables.schema import FRAMES
 
     assert list(frames.columns) == FRAMES.names
+    # integers stay integers where some are null (unpaired halves have no error code), booleans stay booleans
+    assert str(frames["error_code"].dtype) == "Int16" and frames["error_code"].isna().any()
+    assert str(frames["latency_us"].dtype) == "Int64"
+    assert str(kafkatap.read(tmp_path / "out", "batches")["is_control"].dtype) == "boolean"
     assert len(kafkatap.read(tmp_path / "out", "records")) == summary["rows"]["records"]
     with pytest.raises(ValueError, match="no table 'frame'"):
         kafkatap.read(tmp_path / "out", "frame")

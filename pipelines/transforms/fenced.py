@@ -65,5 +65,7 @@ def fenced_epochs(frames: DataFrame, batches: DataFrame) -> DataFrame:
     # Materialized: the fencers read the fencings three times (producers', members', and the join back).
     folded = materialize(_fold(flagged).join(txn_ids, "producer_id", "left")
                          .withColumn("transactional_id", F.coalesce("transactional_id", "_txn_id")).drop("_txn_id"))
-    folded = with_causes(with_fencers(folded, handed, ownership(frames, batches)), frames, handed)
+    # Materialized: the causes read the rows three times (the member's history, the group's generations, the join
+    # back)
+    folded = with_causes(materialize(with_fencers(folded, handed, ownership(frames, batches))), frames, handed)
     return folded.unionByName(leader_fencings(frames), allowMissingColumns=True).select(OUTPUT)
