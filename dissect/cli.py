@@ -160,8 +160,9 @@ def no_kafka(summary: dict, ports: list[int]) -> str | None:
     hint = ("if the brokers' traffic is in the capture (a connection that began before the capture is only known "
             "by its port), give their port with --port")
     if connections.get("tls"):
-        hint = (f"{connections['tls']:,} connections are TLS: give the key log of their clients or brokers with "
-                "--tls-keylog")
+        tls = connections["tls"]
+        hint = (f"{tls:,} connection{' is' if tls == 1 else 's are'} TLS: give the key log of their clients or "
+                "brokers with --tls-keylog")
     return f"no Kafka traffic found: {found}; {looked}. {hint[0].upper()}{hint[1:]}"
 
 

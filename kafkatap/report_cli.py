@@ -142,6 +142,12 @@ class Stages:
                 self.progress.update(self.tasks[1], note="starting Spark")
 
 
+def _counts(by: dict[str, int] | None, most: int = 6) -> str:
+    """`NAME n, NAME n, ...`, the most frequent first (the first `most` of them)."""
+    items = sorted((by or {}).items(), key=lambda kv: (-kv[1], kv[0]))
+    return ", ".join(f"{name} {n:,}" for name, n in items[:most]) + (", ..." if len(items) > most else "")
+
+
 def closing(done: api.Outputs, console: Console, spark_log: str | None) -> None:
     """What the capture shows, in a few lines, and where the page and Spark's log are."""
     d, r = done.dissect_summary, done.report_summary
@@ -152,13 +158,10 @@ def closing(done: api.Outputs, console: Console, spark_log: str | None) -> None:
     t.add_row("capture", f"{len(d['files'])} file(s), {d['packets']:,} packets, span {span:.1f} s")
     t.add_row("kafka", f"{r.get('frames', 0):,} frames on {r.get('connections', 0)} connections, "
                        f"{r.get('clients', 0)} clients, {r.get('brokers', 0)} brokers, {r.get('groups', 0)} groups")
-    by_name = sorted((r.get("errors_by_name") or {}).items(), key=lambda kv: (-kv[1], kv[0]))
-    names, more = ", ".join(f"{name} {n:,}" for name, n in by_name[:6]), len(by_name) - 6
-    t.add_row("errors", f"{r.get('errors', 0):,} error responses" + (f" ({names}{', ...' if more > 0 else ''})"
-                                                                      if names else "")
+    names = _counts(r.get("errors_by_name"))
+    t.add_row("errors", f"{r.get('errors', 0):,} error responses" + (f" ({names})" if names else "")
               + f", {r.get('anomalies', 0):,} anomalies")
-    causes = ", ".join(f"{cause} {n:,}" for cause, n in sorted((r.get("fenced_epochs_by_cause") or {}).items(),
-                                                               key=lambda kv: (-kv[1], kv[0])))
+    causes = _counts(r.get("fenced_epochs_by_cause"))
     t.add_row("fencings", f"{r.get('fenced_epochs', 0):,}" + (f" ({causes}; the dashboard explains each)"
                                                               if causes else ""))
     episodes = r.get("rebalances") or {}

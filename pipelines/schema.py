@@ -264,7 +264,8 @@ FENCED_EPOCHS = table(
     column("group_generation", pa.int32(),
            "Classic groups: the group's latest generation, handed to any member, at the time of the rejected "
            "request."),
-    column("explanation", pa.string(), "The row in one sentence: who, what it did, what the coordinator did."),
+    column("explanation", pa.string(), "The row in one sentence: who, what it did, what the coordinator did; for a "
+           "row without a `cause`, what was refused and that the capture does not show why."),
 )
 
 DUPLICATE_DELIVERIES = table(

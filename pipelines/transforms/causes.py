@@ -15,11 +15,11 @@ from pyspark.sql import functions as F
 
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 from kafkatap.pipelines.transforms.common import ISO, is_ok, response_source
+from kafkatap.pipelines.transforms.fencers import ROW_KEY
 from kafkatap.pipelines.transforms.members import MISSED_HEARTBEATS, member_frames, removed_for_silence
 
 CAUSE = ["cause", "last_ok_ts", "silent_s", "session_timeout_ms", "heartbeat_interval_ms", "group_generation",
          "explanation"]
-_ROW = ["kind", "party", "stale_epoch", "inferred", "ts"]
 MEMBER_KINDS = ["classic_group", "consumer_group"]
 
 
@@ -38,20 +38,21 @@ def _member_facts(rows: DataFrame, frames: DataFrame) -> DataFrame:
     timeout = F.get_json_object(F.col("m.request_json"), "$.session_timeout_ms").cast("long")
     beat = F.when((F.col("m.api_key") == ApiKey.CONSUMER_GROUP_HEARTBEAT) & is_ok(F.col("m.error_code")),
                   F.get_json_object(F.col("m.response_json"), "$.heartbeat_interval_ms").cast("long"))
-    facts = before.groupBy(*[F.col(f"r.{c}") for c in _ROW]).agg(
+    facts = before.groupBy(*[F.col(f"r.{c}") for c in ROW_KEY]).agg(
         F.max(F.when(is_ok(F.col("m.error_code")) & ~leave, F.col("m.ts"))).alias("last_ok_ts"),
         F.max_by(F.when(join, timeout), F.when(join & timeout.isNotNull(), F.col("m.ts"))).alias("session_timeout_ms"),
         F.max_by(beat, F.when(beat.isNotNull(), F.col("m.ts"))).alias("heartbeat_interval_ms"),
         F.max(F.when(leave, F.col("m.ts"))).alias("left_ts"))
-    # another member id answered for the same static instance after this member's last accepted request
+    # the latest other member id answered for the same static instance before the fencing (`with_causes` keeps it
+    # when it came after this member's last accepted request)
     others = mf.where(F.col("group_instance_id").isNotNull() & is_ok(F.col("error_code"))
                       & F.col("api_key").isin(ApiKey.JOIN_GROUP, ApiKey.CONSUMER_GROUP_HEARTBEAT)).alias("o")
     took = (rows.where(F.col("kind").isin(MEMBER_KINDS) & F.col("group_instance_id").isNotNull()).alias("r")
             .join(others, (F.col("o.group_id") == F.col("r.group_id"))
                   & (F.col("o.group_instance_id") == F.col("r.group_instance_id"))
                   & (F.col("o.member_id") != F.col("r.member_id")) & (F.col("o.ts") < F.col("r.ts")))
-            .groupBy(*[F.col(f"r.{c}") for c in _ROW])
-            .agg(F.min_by(F.struct(F.col("o.member_id").alias("member_id"), F.col("o.ts").alias("ts")),
+            .groupBy(*[F.col(f"r.{c}") for c in ROW_KEY])
+            .agg(F.max_by(F.struct(F.col("o.member_id").alias("member_id"), F.col("o.ts").alias("ts")),
                           F.col("o.ts")).alias("replaced_by")))
     return _on_rows(facts, took, "full")
 
@@ -62,21 +63,21 @@ def _group_generations(rows: DataFrame, handed: DataFrame) -> DataFrame:
     joins = handed.where(F.col("kind") == "classic_group").alias("h")
     pairs = r.join(joins, (F.col("h.group_id") == F.col("r.group_id")) & (F.col("h.ts") <= F.col("r.ts")))
     # response_source names the correlation id and connection unqualified: the handed side's, under those names
-    pairs = pairs.select(*[F.col(f"r.{c}").alias(c) for c in _ROW], F.col("h.epoch").alias("h_epoch"),
+    pairs = pairs.select(*[F.col(f"r.{c}").alias(c) for c in ROW_KEY], F.col("h.epoch").alias("h_epoch"),
                          F.col("h.ts").alias("h_ts"), F.col("h.api_name").alias("h_api"),
                          F.col("h.correlation_id").alias("correlation_id"), F.col("h.conn_id").alias("conn_id"))
     latest = F.struct(F.col("h_epoch").alias("epoch"), response_source(F.col("h_api"), F.col("h_ts")).alias("source"))
-    return pairs.groupBy(*_ROW).agg(F.max_by(latest, F.struct("h_epoch", "h_ts")).alias("generation"))
+    return pairs.groupBy(*ROW_KEY).agg(F.max_by(latest, F.struct("h_epoch", "h_ts")).alias("generation"))
 
 
 def _on_rows(left: DataFrame, right: DataFrame, how: str) -> DataFrame:
-    """Join per fencing row: null-safe on `_ROW` (a leave or a join carries no epoch: `stale_epoch` is null)."""
-    keys = [F.col(f"a.{c}").eqNullSafe(F.col(f"b.{c}")) for c in _ROW]
+    """Join per fencing row: null-safe on `ROW_KEY` (a leave or a join carries no epoch: `stale_epoch` is null)."""
+    keys = [F.col(f"a.{c}").eqNullSafe(F.col(f"b.{c}")) for c in ROW_KEY]
     joined = left.alias("a").join(right.alias("b"), keys, how)
-    rest = [F.col(f"b.{c}") for c in right.columns if c not in _ROW]
+    rest = [F.col(f"b.{c}") for c in right.columns if c not in ROW_KEY]
     if how == "full":
-        return joined.select(*[F.coalesce(f"a.{c}", f"b.{c}").alias(c) for c in _ROW],
-                             *[F.col(f"a.{c}") for c in left.columns if c not in _ROW], *rest)
+        return joined.select(*[F.coalesce(f"a.{c}", f"b.{c}").alias(c) for c in ROW_KEY],
+                             *[F.col(f"a.{c}") for c in left.columns if c not in ROW_KEY], *rest)
     return joined.select("a.*", *rest)
 
 
@@ -126,7 +127,16 @@ def _explanation(silent: Column) -> Column:
         .when(F.col("inferred"), F.concat(
             F.coalesce(F.col("client_id"), F.lit("?")), F.lit(" used epoch "), F.col("stale_epoch").cast("string"),
             F.lit(" after "), F.col("current_epoch").cast("string"),
-            F.lit(" had been handed to the same party, and the broker did not refuse it: a zombie."))))
+            F.lit(" had been handed to the same party, and the broker did not refuse it: a zombie.")))
+        .otherwise(F.concat(
+            F.coalesce(F.col("client_id"), F.lit("?")), F.lit("'s "), F.col("api_name"), F.lit(" at "),
+            _at(F.col("ts")), F.lit(" was refused "), F.coalesce(F.col("error_name"), F.lit("?")),
+            F.lit(" with epoch "), F.coalesce(F.col("stale_epoch").cast("string"), F.lit("none")),
+            F.when(F.col("current_epoch").isNotNull(), F.concat(
+                F.lit(", the latest one the capture shows handed to it being "), F.col("current_epoch").cast("string")))
+            .otherwise(F.lit(", and the capture shows no epoch handed to it")),
+            F.lit(": the capture does not show why (the broker changed it without a response in the capture, or the "
+                  "error was not about its epoch)."))))
 
 
 def with_causes(rows: DataFrame, frames: DataFrame, handed: DataFrame) -> DataFrame:
@@ -145,8 +155,8 @@ def with_causes(rows: DataFrame, frames: DataFrame, handed: DataFrame) -> DataFr
     expired = removed_for_silence(F.col("kind"), F.col("error_name"), silent * 1000, F.col("session_timeout_ms"),
                                   F.col("heartbeat_interval_ms"))
     cause = (F.when(F.col("inferred"), F.lit(None))
-             .when(member & ((F.col("error_name") == "FENCED_INSTANCE_ID") | F.col("replaced_by").isNotNull()),
-                   "replaced")
+             .when(member & ((F.col("error_name") == "FENCED_INSTANCE_ID") | F.coalesce(
+                 F.col("replaced_by.ts") > F.col("last_ok_ts"), F.col("replaced_by").isNotNull())), "replaced")
              .when(member & F.col("left_ts").isNotNull() & (F.col("left_ts") >= F.coalesce("last_ok_ts", "left_ts")),
                    "left")
              .when(member & expired, "session_timeout")

@@ -14,7 +14,8 @@ from pyspark.sql import functions as F
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 
 FENCER = ["fenced_by_client_id", "fenced_by_conn_id", "fenced_by_member_id", "fenced_by_ts"]
-_ROW = ["kind", "party", "stale_epoch", "inferred", "ts"]
+ROW_KEY = ["kind", "party", "stale_epoch", "inferred", "ts"]
+"""What names one fencing row before the final select (`stale_epoch` may be null: join on it null-safely)."""
 
 
 def _producer_fencers(rows: DataFrame, handed: DataFrame) -> DataFrame:
@@ -22,10 +23,10 @@ def _producer_fencers(rows: DataFrame, handed: DataFrame) -> DataFrame:
     r = rows.where(F.col("kind") == "producer").alias("r")
     pairs = r.join(init, (F.col("h.producer_id") == F.col("r.producer_id"))
                    & (F.col("h.epoch") == F.col("r.current_epoch")) & (F.col("h.ts") <= F.col("r.ts")))
-    return (pairs.select(*[F.col(f"r.{c}") for c in _ROW],
+    return (pairs.select(*[F.col(f"r.{c}") for c in ROW_KEY],
                          F.struct(F.lit(None).cast("string").alias("member_id"), "h.client_id", "h.conn_id", "h.ts")
                          .alias("w"))
-            .groupBy(*_ROW).agg(F.min_by("w", "w.ts").alias("w")))
+            .groupBy(*ROW_KEY).agg(F.min_by("w", "w.ts").alias("w")))
 
 
 def _member_fencers(rows: DataFrame, owned: DataFrame) -> DataFrame:
@@ -36,17 +37,17 @@ def _member_fencers(rows: DataFrame, owned: DataFrame) -> DataFrame:
     taken = held.join(theirs, (F.col("o.group_id") == F.col("m.group_id")) & (F.col("o.topic") == F.col("m.topic"))
                       & (F.col("o.partition") == F.col("m.partition")) & (F.col("o.member_id") != F.col("m.member_id"))
                       & (F.col("o.own_start") > F.col("m.own_start")) & (F.col("o.own_start") <= F.col("r.ts")))
-    return (taken.select(*[F.col(f"r.{c}") for c in _ROW],
+    return (taken.select(*[F.col(f"r.{c}") for c in ROW_KEY],
                          F.struct("o.member_id", "o.client_id", "o.conn_id", F.col("o.own_start").alias("ts"))
                          .alias("w"))
-            .groupBy(*_ROW).agg(F.min_by("w", "w.ts").alias("w")))
+            .groupBy(*ROW_KEY).agg(F.min_by("w", "w.ts").alias("w")))
 
 
 def with_fencers(rows: DataFrame, handed: DataFrame, owned: DataFrame) -> DataFrame:
     """Add FENCER to fencing rows (with `party`, `current_epoch`, `ts`); `handed` from `epochs.handed_epochs`,
     `owned` from `ownership.ownership`."""
     found = _producer_fencers(rows, handed).unionByName(_member_fencers(rows, owned))
-    keys = [F.col(f"r.{c}").eqNullSafe(F.col(f"f.{c}")) for c in _ROW]
+    keys = [F.col(f"r.{c}").eqNullSafe(F.col(f"f.{c}")) for c in ROW_KEY]
     return (rows.alias("r").join(found.alias("f"), keys, "left")
             .select("r.*", F.col("f.w.client_id").alias("fenced_by_client_id"),
                     F.col("f.w.conn_id").alias("fenced_by_conn_id"),

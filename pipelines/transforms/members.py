@@ -172,7 +172,7 @@ def members(frames: DataFrame, batches: DataFrame) -> DataFrame:
         F.max_by("event", last).alias("last_event"),
         F.max_by("error_name", last).alias("last_error"),
         F.max_by(F.coalesce("ts_response", "ts_request"), last).alias("last_ts"),
-        F.max("timeout_ms").alias("timeout_ms"),
+        F.max_by("timeout_ms", F.when(F.col("timeout_ms").isNotNull(), F.col("ts"))).alias("timeout_ms"),
         F.max_by("beat_ms", F.when(F.col("beat_ms").isNotNull(), F.col("ts"))).alias("beat_ms"),
         F.max_by("ok_before", last).alias("ok_before"),
     )

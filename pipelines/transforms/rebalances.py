@@ -129,7 +129,9 @@ def _moves(eps: DataFrame, owned: DataFrame, batches: DataFrame) -> DataFrame:
     unowned = _seconds(F.coalesce(F.col("old.released"), F.col("start_ts")),
                        F.coalesce(F.col("new.taken"), F.col("end_ts")))
     gaps = _fetch_gaps(both, batches)
-    unfetched = F.greatest(_seconds(F.col("old_last_fetch"), F.col("new_first_fetch")), F.lit(0.0))
+    # null when either fetch is not in the capture (greatest would make it 0)
+    unfetched = F.when(F.col("old_last_fetch").isNotNull() & F.col("new_first_fetch").isNotNull(), F.greatest(
+        _seconds(F.col("old_last_fetch"), F.col("new_first_fetch")), F.lit(0.0)))
     return (both.join(gaps, key, "left").groupBy("group_id", "end_ts").agg(
         F.count(F.lit(1)).alias("partitions_moved"),
         F.array_sort(F.collect_list(F.concat_ws(":", "topic", F.col("partition").cast("string"))))

@@ -222,3 +222,18 @@ def test_a_kip848_member_silent_for_its_heartbeats_and_a_fenced_producer_are_exp
         "Producer tx (first) used epoch 0 after second initialised the same producer at "
         "2026-01-01T00:00:02.001000Z with epoch 1; its AddPartitionsToTxn at 2026-01-01T00:00:03.000000Z was "
         "refused PRODUCER_FENCED.")
+
+
+def test_a_refusal_the_capture_does_not_explain_says_so(spark):
+    """The epoch the member used is the one handed to it (the broker moved on out of sight, or the error was
+    injected, as the day_in_the_life sample's mock does): no cause, and a sentence saying what is not shown."""
+    frames = [
+        frame(CGH, "ConsumerGroupHeartbeat", 1, correlation_id=1, group_id="g", member_id="m1", member_epoch=0,
+              response_member_epoch=3, response={"member_id": "m1", "member_epoch": 3}),
+        frame(CGH, "ConsumerGroupHeartbeat", 2, correlation_id=2, group_id="g", member_id="m1", member_epoch=3,
+              error_code=110, error_name="FENCED_MEMBER_EPOCH")]
+    (r,) = run(spark, frames)
+    assert r["cause"] is None and r["explanation"] == (
+        "app's ConsumerGroupHeartbeat at 2026-01-01T00:00:02.000000Z was refused FENCED_MEMBER_EPOCH with epoch 3, "
+        "the latest one the capture shows handed to it being 3: the capture does not show why (the broker changed "
+        "it without a response in the capture, or the error was not about its epoch).")

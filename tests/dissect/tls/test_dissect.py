@@ -282,8 +282,10 @@ def test_cli_key_log_errors_and_sslkeylogfile(tmp_path: Path, capsys: pytest.Cap
     assert summary["tls"]["keylog_files"] == [str(keylog)] and summary["frames_by_status"] == {"ok": 5}
 
     monkeypatch.setenv("SSLKEYLOGFILE", str(tmp_path / "not-written-yet.keys"))  # set for some other program
-    assert main([str(capture), "-o", str(tmp_path / "unset"), "--port", str(PORT), "-q"]) == 0
-    assert "SSLKEYLOGFILE=" in capsys.readouterr().err
+    # nothing decrypted, so no Kafka found: exit 3, with the key log as the way to point kafkatap at it
+    assert main([str(capture), "-o", str(tmp_path / "unset"), "--port", str(PORT), "-q"]) == 3
+    err = capsys.readouterr().err
+    assert "SSLKEYLOGFILE=" in err and "1 connection is TLS: give the key log" in err
     summary = json.loads((tmp_path / "unset" / "summary.json").read_text())
     assert summary["tls"]["keylog_files"] == [] and summary["anomalies_by_kind"] == {"tls": 1}
 
