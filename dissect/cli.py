@@ -152,7 +152,9 @@ def no_kafka(summary: dict, ports: list[int]) -> str | None:
     looked = (f"every TCP connection was checked for Kafka's framing (port{'s' if len(ports) > 1 else ''} "
               f"{', '.join(map(str, ports))} taken as brokers')")
     tcp, connections = summary["tcp_packets"], summary["connections"]
-    if not tcp:
+    if not summary["packets"]:
+        found = "the capture holds no packets"
+    elif not tcp:
         found = f"{summary['packets']:,} packets and none is TCP (a capture filter, or the wrong interface?)"
     else:
         found = (f"{summary['packets']:,} packets, {tcp:,} of them TCP, on {connections['with_payload']:,} "

@@ -22,7 +22,7 @@ from tests.support.bulk import chatty_pcap
 from tests.support.cli import assert_one_clean_line, run_cli
 from tests.support.disks import tmpfs
 from tests.support.paths import SAMPLES
-from tests.support.pcap import web_capture
+from tests.support.pcap import web_capture, write_pcap
 
 SAMPLE = SAMPLES / "idempotent.pcapng"
 LARGER = SAMPLES / "day_in_the_life.pcapng"
@@ -140,3 +140,6 @@ def test_a_capture_without_kafka_exits_3_with_what_was_looked_for(tmp_path: Path
                      "--port", "9093")
     assert_one_clean_line(result, 3, "no Kafka traffic found")
     assert "(port 9093 taken as brokers')" in result.stderr and summary(tmp_path / "out")["rows"]["frames"] == 0
+    headers_only = write_pcap(str(tmp_path / "nothing.pcap"), [])
+    assert_one_clean_line(run_cli("dissect", headers_only, "-o", str(tmp_path / "none"), "-q"), 3,
+                          "no Kafka traffic found: the capture holds no packets")
