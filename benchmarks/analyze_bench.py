@@ -89,8 +89,7 @@ def summarize(name: str, runs: list[dict]) -> dict:
                   **({k: int(med(getattr(r["spark"][job], k) for r in runs)) for k in counted}
                      if all(job in r["spark"] for r in runs) else {})}
             for job in runs[0]["jobs"]}
-    total = {k: int(med(getattr(r["spark"]["total"], k) for r in runs))
-             for k in ("jobs", "stages", "tasks", "queries", "largest_plan", "plan_chars")}
+    total = {k: int(med(getattr(r["spark"]["total"], k) for r in runs)) for k in (*counted, "plan_chars")}
     return {"input": name, "runs": len(runs), "wall_s": med(r["wall"] for r in runs),
             "cpu_s": med(r["cpu"] for r in runs), "walls_s": [round(r["wall"], 2) for r in runs],
             "spark": total, "jobs": jobs}

@@ -16,7 +16,9 @@ from pyspark.sql import functions as F
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 from kafkatap.pipelines.transforms.common import ISO, is_ok, response_source
 from kafkatap.pipelines.transforms.fencers import ROW_KEY
-from kafkatap.pipelines.transforms.members import MISSED_HEARTBEATS, member_frames, removed_for_silence
+from kafkatap.pipelines.transforms.members import (
+    MISSED_HEARTBEATS, heartbeat_interval_ms, is_leave, member_frames, removed_for_silence, session_timeout_ms
+)
 
 CAUSE = ["cause", "last_ok_ts", "silent_s", "session_timeout_ms", "heartbeat_interval_ms", "group_generation",
          "explanation"]
@@ -28,21 +30,16 @@ def _member_facts(rows: DataFrame, frames: DataFrame) -> DataFrame:
     latest JoinGroup's), whether it had left, and whether another member took over its static instance id."""
     mf = member_frames(frames)
     r = rows.where(F.col("kind").isin(MEMBER_KINDS)).alias("r")
-    own = mf.select("group_id", "member_id", "ts", "api_key", "error_code", "request_json", "response_json",
-                    "member_epoch").alias("m")
+    own = mf.select("group_id", "member_id", "ts", is_ok(F.col("error_code")).alias("ok"),
+                    is_leave().alias("leave"), session_timeout_ms().alias("timeout"),
+                    heartbeat_interval_ms().alias("beat")).alias("m")
     before = r.join(own, (F.col("m.group_id") == F.col("r.group_id")) & (F.col("m.member_id") == F.col("r.member_id"))
                     & (F.col("m.ts") < F.col("r.ts")))
-    join = F.col("m.api_key") == ApiKey.JOIN_GROUP
-    leave = (F.col("m.api_key") == ApiKey.LEAVE_GROUP) | (
-        (F.col("m.api_key") == ApiKey.CONSUMER_GROUP_HEARTBEAT) & F.col("m.member_epoch").isin(-1, -2))
-    timeout = F.get_json_object(F.col("m.request_json"), "$.session_timeout_ms").cast("long")
-    beat = F.when((F.col("m.api_key") == ApiKey.CONSUMER_GROUP_HEARTBEAT) & is_ok(F.col("m.error_code")),
-                  F.get_json_object(F.col("m.response_json"), "$.heartbeat_interval_ms").cast("long"))
     facts = before.groupBy(*[F.col(f"r.{c}") for c in ROW_KEY]).agg(
-        F.max(F.when(is_ok(F.col("m.error_code")) & ~leave, F.col("m.ts"))).alias("last_ok_ts"),
-        F.max_by(F.when(join, timeout), F.when(join & timeout.isNotNull(), F.col("m.ts"))).alias("session_timeout_ms"),
-        F.max_by(beat, F.when(beat.isNotNull(), F.col("m.ts"))).alias("heartbeat_interval_ms"),
-        F.max(F.when(leave, F.col("m.ts"))).alias("left_ts"))
+        F.max(F.when(F.col("m.ok") & ~F.col("m.leave"), F.col("m.ts"))).alias("last_ok_ts"),
+        F.max_by("m.timeout", F.when(F.col("m.timeout").isNotNull(), F.col("m.ts"))).alias("session_timeout_ms"),
+        F.max_by("m.beat", F.when(F.col("m.beat").isNotNull(), F.col("m.ts"))).alias("heartbeat_interval_ms"),
+        F.max(F.when(F.col("m.leave"), F.col("m.ts"))).alias("left_ts"))
     # the latest other member id answered for the same static instance before the fencing (`with_causes` keeps it
     # when it came after this member's last accepted request)
     others = mf.where(F.col("group_instance_id").isNotNull() & is_ok(F.col("error_code"))

@@ -42,6 +42,24 @@ def member_frames(frames: DataFrame) -> DataFrame:
             .withColumn("ts", F.coalesce("ts_request", "ts_response")))
 
 
+def is_leave() -> Column:
+    """A member frame that leaves the group: a LeaveGroup, or a KIP-848 heartbeat at member epoch -1 (leave) or -2
+    (a static member's leave)."""
+    return (F.col("api_key") == ApiKey.LEAVE_GROUP) | (
+        (F.col("api_key") == ApiKey.CONSUMER_GROUP_HEARTBEAT) & F.col("member_epoch").isin(-1, -2))
+
+
+def session_timeout_ms() -> Column:
+    """The session timeout a member's JoinGroup request asks for (null on its other frames)."""
+    return F.when(F.col("api_key") == ApiKey.JOIN_GROUP, request_str("$.session_timeout_ms").cast("long"))
+
+
+def heartbeat_interval_ms() -> Column:
+    """The heartbeat interval an accepted ConsumerGroupHeartbeat answered the member (null on its other frames)."""
+    return F.when((F.col("api_key") == ApiKey.CONSUMER_GROUP_HEARTBEAT) & is_ok(F.col("error_code")),
+                  response_str("$.heartbeat_interval_ms").cast("long"))
+
+
 def _assignments(mf: DataFrame, names: DataFrame) -> DataFrame:
     """KIP-848 assignments received: (group_id, member_id, ts, assignment as sorted `topic:partition` strings)."""
     hb = (mf.where((F.col("api_key") == ApiKey.CONSUMER_GROUP_HEARTBEAT) & is_ok(F.col("error_code")))
@@ -140,16 +158,12 @@ def _ended(last_event: Column, last_error: Column, last_seen: Column, capture_en
 
 def members(frames: DataFrame, batches: DataFrame) -> DataFrame:
     mf = member_frames(frames)
-    is_leave = (F.col("api_key") == ApiKey.LEAVE_GROUP) | (
-        (F.col("api_key") == ApiKey.CONSUMER_GROUP_HEARTBEAT) & F.col("member_epoch").isin(-1, -2))
     ok = is_ok(F.col("error_code"))
     earlier = Window.partitionBy("group_id", "member_id").orderBy("ts").rowsBetween(Window.unboundedPreceding, -1)
-    events = (mf.withColumn("event", F.when(is_leave, "leave").otherwise("request"))
-              .withColumn("timeout_ms", F.when(F.col("api_key") == ApiKey.JOIN_GROUP,
-                                               request_str("$.session_timeout_ms").cast("long")))
-              .withColumn("beat_ms", F.when((F.col("api_key") == ApiKey.CONSUMER_GROUP_HEARTBEAT) & ok,
-                                            response_str("$.heartbeat_interval_ms").cast("long")))
-              .withColumn("ok_before", F.max(F.when(ok & ~is_leave, F.col("ts"))).over(earlier)))
+    events = (mf.withColumn("event", F.when(is_leave(), "leave").otherwise("request"))
+              .withColumn("timeout_ms", session_timeout_ms())
+              .withColumn("beat_ms", heartbeat_interval_ms())
+              .withColumn("ok_before", F.max(F.when(ok & ~is_leave(), F.col("ts"))).over(earlier)))
     generation = F.when((F.col("api_key") == ApiKey.JOIN_GROUP) & ok,
                         F.coalesce(response_str("$.generation_id").cast("int"), F.col("generation_id")))
     member_epoch = F.when((F.col("api_key") == ApiKey.CONSUMER_GROUP_HEARTBEAT) & ok

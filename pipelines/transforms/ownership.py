@@ -17,7 +17,7 @@ from pyspark.sql import functions as F
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 from kafkatap.pipelines.intermediates import intermediate
 from kafkatap.pipelines.transforms.common import MEMBER_FENCING, request_source, request_str, response_source
-from kafkatap.pipelines.transforms.members import member_frames, received_assignments
+from kafkatap.pipelines.transforms.members import is_leave, member_frames, received_assignments
 
 OWNED = "array<struct<topic:string,partitions:array<int>>>"
 INTERVAL = ["kind", "group_id", "member_id", "client_id", "conn_id", "topic", "partition", "own_start", "own_end",
@@ -35,15 +35,13 @@ def _releases(frames: DataFrame) -> DataFrame:
     kept = F.coalesce(F.flatten(F.transform(owned, lambda o: F.transform(
         o["partitions"], lambda p: _tp(o["topic"], p)))), F.array().cast("array<string>"))
     nothing = F.array().cast("array<string>")
-    is_leave = (F.col("api_key") == ApiKey.LEAVE_GROUP) | (
-        (F.col("api_key") == ApiKey.CONSUMER_GROUP_HEARTBEAT) & F.col("member_epoch").isin(-1, -2))
     fenced = F.col("error_name").isin(MEMBER_FENCING)
     events = (mf.withColumn("keep", F.when(F.col("api_key") == ApiKey.JOIN_GROUP, kept).otherwise(nothing))
               .withColumn("rts", F.when(fenced, F.coalesce("ts_response", "ts_request")).otherwise(F.col("ts")))
               .withColumn("evidence", F.when(fenced, F.concat(response_source(F.col("api_name")), F.lit(" "),
                                                              F.col("error_name")))
                           .otherwise(request_source()))
-              .where(fenced | is_leave | (F.col("api_key") == ApiKey.JOIN_GROUP)))
+              .where(fenced | is_leave() | (F.col("api_key") == ApiKey.JOIN_GROUP)))
     return events.select("group_id", "member_id", F.col("rts").alias("ts"), "keep", "evidence")
 
 

@@ -17,7 +17,7 @@ from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 from kafkatap.pipelines.storage import client_host
 from kafkatap.pipelines.transforms.common import MEMBER_FENCING, request_str, with_client_host
 from kafkatap.pipelines.transforms.episodes import episodes
-from kafkatap.pipelines.transforms.members import member_frames
+from kafkatap.pipelines.transforms.members import is_leave, member_frames
 from kafkatap.pipelines.transforms.ownership import ownership
 
 OUTPUT = ["group_id", "kind", "start_ts", "end_ts", "duration_s", "generation_or_epoch", "rounds", "members_before",
@@ -35,8 +35,6 @@ def _causes(frames: DataFrame) -> DataFrame:
     mf = member_frames(frames)
     is_join = (F.col("api_key") == ApiKey.JOIN_GROUP) | (
         (F.col("api_key") == ApiKey.CONSUMER_GROUP_HEARTBEAT) & (F.col("member_epoch") == 0))
-    is_leave = (F.col("api_key") == ApiKey.LEAVE_GROUP) | (
-        (F.col("api_key") == ApiKey.CONSUMER_GROUP_HEARTBEAT) & F.col("member_epoch").isin(-1, -2))
     fenced = F.col("error_name").isin(MEMBER_FENCING)
     topics = F.array_sort(F.coalesce(
         F.from_json(request_str("$.protocols[0].metadata['$consumer'].topics"), "array<string>"),
@@ -45,9 +43,10 @@ def _causes(frames: DataFrame) -> DataFrame:
     subscribed = (mf.withColumn("topics", topics).where(F.col("topics").isNotNull())
                   .withColumn("_prev", F.lag("topics").over(order))
                   .where(F.col("_prev").isNotNull() & (F.col("_prev") != F.col("topics"))))
-    cause = (F.when(fenced, "member_fenced").when(is_leave, "member_left").when(is_join, "member_joined"))
+    cause = (F.when(fenced, "member_fenced").when(is_leave(), "member_left").when(is_join, "member_joined"))
     at = F.when(fenced, F.coalesce("ts_response", "ts_request")).otherwise(F.col("ts"))
-    return (mf.where(fenced | is_leave | is_join).select("group_id", "member_id", at.alias("ts"), cause.alias("cause"))
+    return (mf.where(fenced | is_leave() | is_join)
+            .select("group_id", "member_id", at.alias("ts"), cause.alias("cause"))
             .unionByName(subscribed.select("group_id", "member_id", "ts",
                                            F.lit("subscription_changed").alias("cause"))))
 
@@ -98,9 +97,8 @@ def _fetch_gaps(both: DataFrame, batches: DataFrame) -> DataFrame:
     return last_old.join(first_new, ["group_id", "end_ts", "topic", "partition"], "full")
 
 
-def _owner(member_end: str) -> Column:
-    """An ownership row as the struct `_moves` compares: the member, its client and host, and `member_end`."""
-    name, column = member_end.split(":")
+def _owner(name: str, column: str) -> Column:
+    """An ownership row as the struct `_moves` compares: the member, its client and host, and `column` as `name`."""
     return F.struct(F.col("o.member_id").alias("member_id"), F.col("o.client_id").alias("client_id"),
                     client_host(F.substring_index(F.col("o.conn_id"), ">", 1)).alias("client_host"),
                     F.col(column).alias(name))
@@ -116,10 +114,10 @@ def _moves(eps: DataFrame, owned: DataFrame, batches: DataFrame) -> DataFrame:
     same = (F.col("o.group_id") == F.col("e.group_id"))
     old = (e.join(o, same & F.col("e.prev_end").isNotNull() & (F.col("o.own_start") <= F.col("e.prev_end"))
                   & (F.col("o.own_end") >= F.col("e.prev_end")))
-           .select("e.group_id", "e.end_ts", "o.topic", "o.partition", _owner("released:o.own_end").alias("old"),
+           .select("e.group_id", "e.end_ts", "o.topic", "o.partition", _owner("released", "o.own_end").alias("old"),
                    "o.own_start"))
     new = (e.join(o, same & (F.col("o.own_start") <= F.col("e.end_ts")) & (F.col("o.own_end") >= F.col("e.end_ts")))
-           .select("e.group_id", "e.end_ts", "o.topic", "o.partition", _owner("taken:o.own_start").alias("new")))
+           .select("e.group_id", "e.end_ts", "o.topic", "o.partition", _owner("taken", "o.own_start").alias("new")))
     key = ["group_id", "end_ts", "topic", "partition"]
     # a zombie still holding a partition is not its owner: the member handed it last is
     old = old.groupBy(key).agg(F.max_by("old", "own_start").alias("old"))

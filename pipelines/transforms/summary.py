@@ -25,7 +25,6 @@ def summary(frames: DataFrame, batches: DataFrame, anomalies: DataFrame, tables:
         ((F.unix_micros(F.max(F.greatest("ts_request", "ts_response")))
           - F.unix_micros(F.min(F.least("ts_request", "ts_response")))) / 1e6).alias("span"),
         F.countDistinct("client_id").alias("clients"), F.countDistinct("broker_addr").alias("brokers"),
-        F.count(F.when(F.col("error_code") != 0, 1)).alias("errors"),
         F.countDistinct("conn_id").alias("connections")).first()
     by_name = frames.where(F.col("error_code") != 0).groupBy("error_name").agg(F.count(F.lit(1)).alias("n")).collect()
     data = batches.where(~F.coalesce(F.col("is_control"), F.lit(False))).agg(
@@ -34,7 +33,8 @@ def summary(frames: DataFrame, batches: DataFrame, anomalies: DataFrame, tables:
     out: dict = {
         "frames": f["frames"], "capture_start": f["start"], "capture_end": f["end"],
         "capture_span_s": float(f["span"] or 0.0),
-        "connections": f["connections"], "clients": f["clients"], "brokers": f["brokers"], "errors": f["errors"],
+        "connections": f["connections"], "clients": f["clients"], "brokers": f["brokers"],
+        "errors": sum(r["n"] for r in by_name),
         "errors_by_name": {r["error_name"] or "unknown": r["n"] for r in by_name},
         "produced_records": int(data["produced"] or 0), "fetched_records": int(data["fetched"] or 0),
         "anomalies": anomalies.count(), "window": window,
