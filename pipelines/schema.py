@@ -264,6 +264,11 @@ FENCED_EPOCHS = table(
     column("group_generation", pa.int32(),
            "Classic groups: the group's latest generation, handed to any member, at the time of the rejected "
            "request."),
+    column("group_epoch", pa.int32(),
+           "KIP-848 groups: the highest member epoch the coordinator had handed to any member of the group at the "
+           "time of the rejected request. Heartbeat responses carry no group epoch; a member's epoch reaches the "
+           "group's once it has reconciled, so this is the group epoch as far as the wire proves it (a lower "
+           "bound)."),
     column("explanation", pa.string(), "The row in one sentence: who, what it did, what the coordinator did; for a "
            "row without a `cause`, what was refused and that the capture does not show why."),
 )
