@@ -37,11 +37,11 @@ def with_consumed(deliveries: DataFrame, committed: DataFrame) -> DataFrame:
 
     Clients commit the position their application reached, so a delivery is cut at the furthest position the member
     commits for the partition before it fetches it again (a fetch's records often reach the application over several
-    polls, each followed by a commit), else at its next commit. When the member's next step on the partition does not continue where the delivery ended (its next
-    fetch starts elsewhere, or its next commit jumps past offsets it never fetched), its position was reset in
-    between (the partition was revoked and reassigned, or reset to the committed offset): the delivery is then cut
-    where a refetch goes back to, or else at the member's last commit before it (auto-commit clients commit on
-    revocation). Members that never commit the partition give no evidence: their fetches count whole."""
+    polls, each followed by a commit), else at its next commit. When the member's next step on the partition does not
+    continue where the delivery ended (its next fetch starts elsewhere, or its next commit jumps past offsets it
+    never fetched), its position was reset in between (the partition was revoked and reassigned, or reset to the
+    committed offset): the delivery is then cut where a refetch goes back to, or else at the member's last commit
+    before it (auto-commit clients commit on revocation). Members that never commit the partition give no evidence: their fetches count whole."""
     key = ["group_id", "member_id", "topic", "partition"]
     # The windows sort a narrow projection (the wide delivery rows are joined back by id), and only for the
     # partitions the member committed: without a commit a delivery counts whole, so no sort can change it.
@@ -50,10 +50,11 @@ def with_consumed(deliveries: DataFrame, committed: DataFrame) -> DataFrame:
     committing = marks.select(*key).distinct()
     pairs = [narrow[c].eqNullSafe(committing[c]) for c in key]
     is_fetch = F.col("delivery_id").isNotNull()
+    response = Window.partitionBy(*key, "ts")  # a fetch response's batches share its time
     both = (narrow.join(committing, pairs, "left_semi").unionByName(marks, allowMissingColumns=True)
             .withColumn("_us", F.unix_micros("ts"))
-            .withColumn("_fetch_clip", F.min(F.when(is_fetch, F.col("clip"))).over(Window.partitionBy(*key, "ts")))
-            .withColumn("_resp_last", F.max(F.when(is_fetch, F.col("last_offset"))).over(Window.partitionBy(*key, "ts")))
+            .withColumn("_fetch_clip", F.min(F.when(is_fetch, F.col("clip"))).over(response))
+            .withColumn("_resp_last", F.max(F.when(is_fetch, F.col("last_offset"))).over(response))
             .withColumn("_fetch_us", F.when(is_fetch, F.col("_us")))
             .withColumn("_commit_us", F.when(F.col("_commit").isNotNull(), F.col("_us"))))
     ordered = Window.partitionBy(*key).orderBy("_us")
