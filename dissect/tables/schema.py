@@ -71,6 +71,16 @@ FRAMES = table(
     column("response_json", pa.string(), "The full decoded response as JSON, in the same form as `request_json`."),
     column("tls", pa.string(), "TLS version of a connection decrypted with `--tls-keylog` (`TLS 1.2`, `TLS 1.3`); "
            "null in the clear."),
+    column("request_file", pa.string(), "Capture file holding the packet `request_packet` (as given to `dissect`); "
+           "null when the request was not captured."),
+    column("request_packet", pa.int64(), "Number of the packet that carried the request's first byte, counted from 1 "
+           "in `request_file` as Wireshark's `frame.number`: the packet of `ts_request`. Wireshark shows a message "
+           "that spans segments on the packet of its last segment, whose `tcp.segment` list starts with this one. "
+           "Over TLS, the packet completing the record that carries the first byte."),
+    column("response_file", pa.string(), "Capture file holding the packet `response_packet` (a ring's next file when "
+           "the response crossed into it); null without a response."),
+    column("response_packet", pa.int64(), "Number of the packet that carried the response's first byte, as "
+           "`request_packet`: the packet of `ts_response`."),
 )
 
 BATCHES = table(

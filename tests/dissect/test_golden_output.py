@@ -47,9 +47,10 @@ def digest(paths: list[Path], out: Path, ports: list[int]) -> dict:
     for table in TABLES:
         data = pq.read_table(out / table)
         rows = data.to_pylist()
-        for row in rows:  # the anomalies' capture file path depends on where the repository is
-            if row.get("capture_file"):
-                row["capture_file"] = Path(row["capture_file"]).name
+        for row in rows:  # the capture file paths (anomalies, frames) depend on where the repository is
+            for column in ("capture_file", "request_file", "response_file"):
+                if row.get(column):
+                    row[column] = Path(row[column]).name
         rows = json.dumps(rows, default=repr).encode()
         result[table] = {"rows": data.num_rows, "sha256": hashlib.sha256(rows).hexdigest()}
     summary.pop("files")  # paths, like the capture_file column
