@@ -47,6 +47,8 @@ class Sink:
         self.connections = {"kafka": 0, "tls": 0, "not_kafka": 0}
         self.tls_outcomes = dict.fromkeys(OUTCOMES, 0)  # TLS connections by what decryption made of them
         self.with_payload = 0  # this worker's connections that carried payload
+        self.closed: dict[Conn, tuple[str, str, str, str]] = {}
+        """Kafka connections closed and not yet forgotten: (conn_id, client_addr, broker_addr, what closed it)."""
         self.warnings: list[str] = []
 
     def on_open(self, conn: Conn) -> None:
@@ -97,7 +99,15 @@ class Sink:
                                     "decrypt", where, st.conn_id, None, None, nbytes)
             self.tls_outcomes[NOT_DECRYPTED] += 1
             self._close_stream(st)
+        if st.conn_id is not None and st.kind in ("kafka", "tls"):
+            self.closed[conn] = (st.conn_id, st.client_addr, st.broker_addr, reason)
         conn.state = None
+
+    def on_forget(self, conn: Conn) -> None:
+        """The capture is done with conn: its TCP analysis counts are final (a reset may follow the FINs)."""
+        closed = self.closed.pop(conn, None)
+        if closed is not None:
+            self.out.connection(conn, *closed)
 
     def on_anomaly(self, kind: str, detail: str, where: Where, nbytes: int, conn: Conn | None,
                    side: int | None) -> None:

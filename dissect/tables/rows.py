@@ -18,7 +18,7 @@ from kafkatap.dissect.kafka.state import DIRECTIONS, REQUEST, RESPONSE, ConnStat
 from kafkatap.dissect.kafka.topics import TopicNames
 from kafkatap.dissect.protocol import api_name, error_name
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
-from kafkatap.dissect.streams.reassembly import Where
+from kafkatap.dissect.streams.reassembly import Conn, Where
 from kafkatap.dissect.tables import batches as bt
 from kafkatap.dissect.tables.batches import Problem
 from kafkatap.dissect.tables.writer import Output
@@ -45,6 +45,7 @@ class Rows(_Base):  # type: ignore[valid-type, misc]
         self.batches = out["batches"]
         self.share = out["share"]
         self.anomalies = out["anomalies"]
+        self.connections = out["connections"]
         self.records = out["records"] if records else None
         self.messages: dict[str, int] = {}
         self.statuses: dict[str, int] = {}
@@ -153,6 +154,12 @@ class Rows(_Base):  # type: ignore[valid-type, misc]
                 self.topics.resolve(topic_id, "share"), topic_id, partition, first, last, None, ack_type,
                 errors.get((topic_id, partition)),
             ))
+
+    def connection(self, conn: Conn, conn_id: str, client_addr: str, broker_addr: str, closed_by: str) -> None:
+        self.connections.add((
+            conn_id, client_addr, broker_addr, conn.first_ts_us, closed_by, conn.handshake_rtt_us,
+            conn.retransmissions, conn.out_of_order, conn.resets, conn.zero_windows,
+        ))
 
     def anomaly(self, kind: str, detail: str, where: Where, conn_id: str | None, direction: int | None,
                 offset: int | None, nbytes: int, api_key: int | None = None,

@@ -2,10 +2,10 @@
 row for row and value for value.
 
 tests/data/dissect_golden_output.json holds, per sample (keyed by the sample file's sha256), the row count and a
-sha256 of the content of every table (frames, batches, records with payloads, share, anomalies) and of summary.json
-(minus the file paths). It was generated from the engine before the chatty-path optimisation and checked against the
-samples' ground truth by tests/dissect/test_samples.py. A sample that was re-recorded since has another sha256 and
-fails: after checking the new output is right (tests/dissect/test_samples.py), regenerate the fixture with
+sha256 of the content of every table (frames, batches, records with payloads, share, anomalies, connections) and
+of summary.json (minus the file paths). It was generated from the engine before the chatty-path optimisation and
+checked against the samples' ground truth by tests/dissect/test_samples.py. A sample that was re-recorded since has
+another sha256 and fails: after checking the new output is right (tests/dissect/test_samples.py), regenerate the fixture with
 
     python -m tests.dissect.test_golden_output --regenerate
 """
@@ -25,7 +25,7 @@ from tests.support.paths import DATA, ROOT, SAMPLES
 
 FIXTURE = DATA / "dissect_golden_output.json"
 REGENERATE = f"python -m {__name__} --regenerate"  # the module's name under pytest
-TABLES = ("frames", "batches", "records", "share", "anomalies")
+TABLES = ("frames", "batches", "records", "share", "anomalies", "connections")
 
 pytestmark = pytest.mark.slow
 

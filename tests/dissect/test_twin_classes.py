@@ -42,9 +42,10 @@ account.skipped(1, "tls", 5)
 framer = Framer(RequestSync(), print, anchored=True)
 print(json.dumps({
     "Conn": fields(conn, ("conn_key", "addr", "syn_seen", "first_ts_us", "state", "opened", "closed", "ignored",
-                          "last_ts_us")) | {"repr": repr(conn), "halves": len(conn.halves)},
+                          "last_ts_us", "retransmissions", "out_of_order", "resets", "zero_windows", "syn_ts_us",
+                          "handshake_rtt_us")) | {"repr": repr(conn), "halves": len(conn.halves)},
     "Half": fields(conn.halves[0], ("base", "isn", "pos", "starts", "pending", "pending_bytes", "fin_pos", "tail",
-                                    "strays")),
+                                    "strays", "front", "front_ts")),
     "Request": fields(Request(7, Where("f.pcap", 3, 1700000000000001), 120, 0, 9, 42), ("seq", "ts", "capture_file",
                       "packet", "size", "api_key", "api_version", "correlation_id", "client_id", "body", "error",
                       "known", "produce")),
