@@ -11,7 +11,8 @@ import sys
 
 import pyarrow as pa
 
-from kafkatap.dissect.tables.schema import TS, column, markdown, table
+from kafkatap.dissect.tables.schema import CONNECTIONS as TCP_CONNECTIONS
+from kafkatap.dissect.tables.schema import TCP_COUNTS, TS, column, markdown, table
 
 EPOCHS = pa.list_(pa.int32())
 NAMES = pa.list_(pa.string())
@@ -35,6 +36,7 @@ CONNECTIONS = table(
     column("unpaired", pa.int64(), "Requests or responses without their other half."),
     column("latency_p50_us", pa.int64(), "Median request latency (approximate percentile), microseconds."),
     column("latency_p99_us", pa.int64(), "99th percentile request latency (approximate), microseconds."),
+    *(f for f in TCP_CONNECTIONS if f.name in TCP_COUNTS),
 )
 
 GROUPS = table(
