@@ -124,7 +124,8 @@ def consumer_duplicates(batches: DataFrame, records: DataFrame | None, spans: Da
     key = ["group_key", "group_id", "topic", "partition"]
     # Materialized once: every later step reads the deliveries several times, and Spark would otherwise plan and
     # run their whole lineage (links, windows, commits) again inside each of those steps.
-    deliveries = materialize(with_consumed(_consumer_deliveries(batches, spans), commits(frames)))
+    # The linked deliveries too: `with_consumed` reads them twice (its windows' narrow rows, the join back).
+    deliveries = materialize(with_consumed(materialize(_consumer_deliveries(batches, spans)), commits(frames)))
     runs = materialize(_first_two(_coverage_runs(deliveries, key), deliveries, key))
     caused = _with_cause(_record_counts(runs, records), _group_events(frames, fenced))
     kinds = group_kinds(frames).withColumnRenamed("kind", "group_kind")
