@@ -91,6 +91,22 @@ def test_unknown_member_id_counts_only_after_membership(spark):
             for r in run(spark, frames)] == [("classic_group", "m2", 1, 1, "OffsetCommit", False)]
 
 
+@pytest.mark.parametrize("commit_at", [3.1, 2.9])
+def test_a_kip848_member_refused_again_without_its_epoch_is_one_fencing(spark, commit_at):
+    """The Java consumer, once fenced, commits with member epoch -1 and is refused again (Apache Kafka 4.4 sample):
+    one fencing at the epoch it was refused at, counting both requests, whichever answer comes first."""
+    frames = [
+        frame(CGH, "ConsumerGroupHeartbeat", 1, correlation_id=1, group_id="g", member_id="m1", member_epoch=0,
+              response_member_epoch=4, response={"member_id": "m1", "member_epoch": 4}),
+        frame(CGH, "ConsumerGroupHeartbeat", 3, correlation_id=2, group_id="g", member_id="m1", member_epoch=4,
+              error_code=25, error_name="UNKNOWN_MEMBER_ID"),
+        frame(COMMIT, "OffsetCommit", commit_at, correlation_id=3, group_id="g", member_id="m1", error_code=25,
+              error_name="UNKNOWN_MEMBER_ID", request={"generation_id_or_member_epoch": -1, "member_id": "m1"}),
+    ]
+    assert [(r["member_id"], r["error_name"], r["requests"]) for r in run(spark, frames)] == [
+        ("m1", "UNKNOWN_MEMBER_ID", 2)]
+
+
 def test_illegal_generation_and_stale_heartbeat_inferred(spark):
     frames = [
         frame(JOIN, "JoinGroup", 1, correlation_id=1, group_id="cg", member_id="m", generation_id=4,
