@@ -5,9 +5,10 @@ A truth file (`samples/<name>.truth.json`) is one JSON object; these keys are al
 - `sample`, `description`, `synthetic` (bool), `format` (1), `generated_by` (module), `capture` (pcapng file name),
   `started_at` (UTC wall clock of t=0 for every `t` below; for synthetic samples the generation time, not the
   capture's simulated clock)
-- `broker`: {`kind`: `tansu` | `librdkafka_mock` | `tansu+librdkafka_mock`, `versions`: {...}}
+- `broker`: {`kind`: `tansu` | `apache_kafka` | `librdkafka_mock` | `tansu+librdkafka_mock`, `versions`: {...}}
 - `broker_ports`: ports the brokers listened on (the dissector's `--port` list; the capture filter names only them)
-- `broker_ports_by_kind`: {`tansu`: [...], `librdkafka_mock`: [...]} (which broker each port belongs to)
+- `broker_ports_by_kind`: {`tansu`: [...], `apache_kafka`: [...], `librdkafka_mock`: [...]} (which broker each port
+  belongs to)
 - `tshark_comparable`: true when every request stays within versions tshark 4.0 decodes (Kafka 2.5)
 - `clients`: [{`client_id`, `library`, `role`, `config`}]: every client of the run, with the settings that matter
 - `requests`: {`source`, `exact`, `by_client`: {client_id: {api_name: n}}, `by_api`: {api_name: n}}: requests each

@@ -8,6 +8,7 @@ NAMES = (
     "share_group",
     "share_locks",
     "consumer_group_848",
+    "kafka44_consumer_group",
     "rebalances_classic",
     "rebalances_848",
     "day_in_the_life",
