@@ -77,6 +77,24 @@ def test_producer_fenced_by_a_newer_instance_and_a_silent_zombie_produce(spark):
     ])
 
 
+def test_a_brokers_verification_of_a_transactional_produce_is_not_the_producers_request(spark):
+    """Transactions v2 (Apache Kafka 4.4 sample): the partition leader verifies a transactional Produce with the
+    coordinator (AddPartitionsToTxn v5, broker to broker) before answering the producer; its PRODUCER_FENCED is the
+    broker's, the producer's refusals are its Produce's and its EndTxn's."""
+    frames = [
+        frame(INIT, "InitProducerId", 1, correlation_id=1, transactional_id="tx",
+              response={"producer_id": 7, "producer_epoch": 4}),
+        frame(INIT, "InitProducerId", 2, correlation_id=1, conn_id="c2", transactional_id="tx",
+              response={"producer_id": 7, "producer_epoch": 5}),
+        frame(ADD_PARTS, "AddPartitionsToTxn", 3, api_version=5, correlation_id=9, conn_id="c3",
+              client_id="AddPartitionsManager-client-1", producer_id=7, producer_epoch=4, error_code=90,
+              error_name="PRODUCER_FENCED"),
+        frame(END_TXN, "EndTxn", 4, api_version=5, correlation_id=5, transactional_id="tx", producer_id=7,
+              producer_epoch=4, error_code=90, error_name="PRODUCER_FENCED", request={"committed": False}),
+    ]
+    assert [(r["client_id"], r["api_name"], r["requests"]) for r in run(spark, frames)] == [("app", "EndTxn", 1)]
+
+
 def test_unknown_member_id_counts_only_after_membership(spark):
     frames = [
         # A first join refused with UNKNOWN_MEMBER_ID: an ordinary join race, not a fencing.
