@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kafkatap.samples.clients import kafka_python_error_name
+from kafkatap.samples.clients import RequestLog, kafka_python_error_name
 from kafkatap.samples.kafka import HOME, VERSION, classpath
-from kafkatap.samples.truth import API_KEYS
+from kafkatap.samples.truth import API_KEYS, Truth
 
 LIBRARY = f"Apache Kafka Java client {VERSION}"
 LOG4J = Path(__file__).parent / "java" / "log4j2-clients.properties"
@@ -29,6 +29,7 @@ _RECEIVED = re.compile(r"^(\d+) DEBUG .*? Received \w+ response from node \S+ fo
                        + r"[^)]*\): (.*)$")
 _ERROR_CODE = re.compile(r"errorCode=(-?\d+)")
 _MEMBER = re.compile(r"memberId='([^']*)', memberEpoch=(-?\d+)")
+_PRODUCER = re.compile(r"producerId=(\d+), producerEpoch=(\d+)")
 _API_NAMES = {name.lower(): name for name in API_KEYS}
 
 
@@ -114,6 +115,8 @@ class ClientLog:
     errors: list[tuple[float, str, str, str]] = field(default_factory=list)  # (wall, client_id, api, error_name)
     # (wall, client_id, member_id, member_epoch): 0 when it joins, then the epochs the coordinator hands it
     member_epochs: list[tuple[float, str, str, int]] = field(default_factory=list)
+    # (wall, client_id, api, producer_id, producer_epoch): handed by InitProducerId, and by EndTxn in transactions v2
+    producer_epochs: list[tuple[float, str, str, int, int]] = field(default_factory=list)
 
 
 def read_log(path: Path) -> ClientLog:
@@ -141,4 +144,34 @@ def read_log(path: Path) -> ClientLog:
             member = _MEMBER.search(body)
             if member and int(member.group(2)) > 0:
                 out.member_epochs.append((wall, client, member.group(1), int(member.group(2))))
+        elif api in ("InitProducerId", "EndTxn"):
+            producer = _PRODUCER.search(body)
+            if producer:
+                out.producer_epochs.append((wall, client, api, int(producer.group(1)), int(producer.group(2))))
     return out
+
+
+def record(truth: Truth, requests: RequestLog, programs: list[JavaClient], groups: dict[str, str]) -> list[ClientLog]:
+    """The programs' JSON lines into the truth's events, with the offsets they acknowledged ("acked") and consumed
+    ("records", as members of `groups`: client id -> group id); their logs' requests and response errors into
+    `requests`. Returns each program's log, read back."""
+    logs = []
+    for program in programs:
+        log = read_log(program.log)
+        logs.append(log)
+        requests.merge({cid: {api: n for (c, api), n in log.sent.items() if c == cid} for cid, _ in log.sent},
+                       [(cid, api, name) for _, cid, api, name in log.errors])
+        for e in program.events:
+            detail = {k: v for k, v in e.items() if k not in ("wall", "client_id", "what")}
+            truth.doc["events"].append({"t": round(e["wall"] - truth.t0_wall, 3), "client_id": e["client_id"],
+                                        "what": e["what"], "wall": e["wall"], **detail})
+            if e["what"] == "acked":
+                for tp, offsets in e["offsets"].items():
+                    topic, part = tp.rsplit(":", 1)
+                    for off in offsets:
+                        truth.produced(e["client_id"], topic, int(part), off)
+            elif e["what"] == "records":
+                for off in e["offsets"]:
+                    truth.consumed(e["client_id"], groups[e["client_id"]], "consumer_group", e["topic"],
+                                   e["partition"], off)
+    return logs

@@ -28,10 +28,11 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * returned, commits and the exceptions they raised, each with its wall-clock time.
  *
  * Usage: GroupMember key=value... with bootstrap, client.id, group.id, topic, and optionally group.instance.id
- * (a static member), stall.after.records (after receiving that many records and before committing them, the process
- * stops itself with SIGSTOP, like a JVM frozen by a long GC pause; the harness resumes it with SIGCONT) and
- * max.seconds. It polls and commits after every poll until a "stop" line on stdin (or stdin closing): then it closes
- * the consumer, which leaves the group (a static member leaves temporarily, keeping its assignment for the session).
+ * (a static member), isolation.level, stall.after.records (after receiving that many records and before committing
+ * them, the process stops itself with SIGSTOP, like a JVM frozen by a long GC pause; the harness resumes it with
+ * SIGCONT) and max.seconds. It polls and commits after every poll until a "stop" line on stdin (or stdin closing):
+ * then it closes the consumer, which leaves the group (a static member leaves temporarily, keeping its assignment for
+ * the session).
  */
 public final class GroupMember {
     private static String clientId;
@@ -53,6 +54,7 @@ public final class GroupMember {
         props.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, opt.getOrDefault("max.poll.records", "10"));
         props.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
         props.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        props.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, opt.getOrDefault("isolation.level", "read_uncommitted"));
         if (opt.containsKey("group.instance.id")) {
             props.put(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG, opt.get("group.instance.id"));
         }

@@ -32,13 +32,7 @@ public final class SampleProducer {
         String bootstrap = args[0], clientId = args[1], topic = args[2];
         int partitions = Integer.parseInt(args[3]);
         short replication = Short.parseShort(args[4]);
-        Properties admin = new Properties();
-        admin.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-        admin.put(AdminClientConfig.CLIENT_ID_CONFIG, clientId + "-admin");
-        try (Admin client = Admin.create(admin)) {
-            client.createTopics(List.of(new NewTopic(topic, partitions, replication))).all().get();
-        }
-        Json.emit(clientId, "topic_created", Map.of("topic", topic, "partitions", partitions));
+        createTopic(bootstrap, clientId, topic, partitions, replication);
 
         Properties props = new Properties();
         props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
@@ -68,6 +62,18 @@ public final class SampleProducer {
             }
         }
         Json.emit(clientId, "closed", new HashMap<>());
+    }
+
+    /** Creates `topic` with an Admin client named `clientId`-admin, and says so. */
+    static void createTopic(String bootstrap, String clientId, String topic, int partitions, short replication)
+            throws Exception {
+        Properties admin = new Properties();
+        admin.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        admin.put(AdminClientConfig.CLIENT_ID_CONFIG, clientId + "-admin");
+        try (Admin client = Admin.create(admin)) {
+            client.createTopics(List.of(new NewTopic(topic, partitions, replication))).all().get();
+        }
+        Json.emit(clientId, "topic_created", Map.of("topic", topic, "partitions", partitions));
     }
 
 }

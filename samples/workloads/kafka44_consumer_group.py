@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 
-from kafkatap.samples.javaclients import LIBRARY, JavaClient, read_log
+from kafkatap.samples.javaclients import LIBRARY, JavaClient, record
 from kafkatap.samples.kafka import HEARTBEAT_MS, SESSION_TIMEOUT_MS
 from kafkatap.samples.make import Env, Spec
 
@@ -111,27 +111,13 @@ def _record(env: Env, programs: list[JavaClient]) -> None:
     """The programs' JSON lines and logs into the truth; the member epochs each member reached are the ones its
     heartbeat responses handed it (the rebalance callbacks run only when its partitions change)."""
     truth, t0 = env.truth, env.truth.t0_wall
+    members = {p.events[0]["client_id"]: GROUP for p in programs if p.main == "GroupMember"}
     epochs: dict[str, list[dict]] = {}
-    for program in programs:
-        log = read_log(program.log)
-        env.log.merge({cid: {api: n for (c, api), n in log.sent.items() if c == cid} for cid, _ in log.sent},
-                      [(cid, api, name) for _, cid, api, name in log.errors])
+    for program, log in zip(programs, record(truth, env.log, programs, members)):
         for _, cid, member_id, epoch in log.member_epochs:
             reached = epochs.setdefault(cid, [])
             if not reached or reached[-1] != {"member_id": member_id, "member_epoch": epoch}:
                 reached.append({"member_id": member_id, "member_epoch": epoch})
-        for e in program.events:
-            detail = {k: v for k, v in e.items() if k not in ("wall", "client_id", "what")}
-            truth.doc["events"].append({"t": round(e["wall"] - t0, 3), "client_id": e["client_id"],
-                                        "what": e["what"], "wall": e["wall"], **detail})
-            if e["what"] == "acked":
-                for tp, offsets in e["offsets"].items():
-                    topic, part = tp.rsplit(":", 1)
-                    for off in offsets:
-                        truth.produced(e["client_id"], topic, int(part), off)
-            elif e["what"] == "records":
-                for off in e["offsets"]:
-                    truth.consumed(e["client_id"], GROUP, "consumer_group", e["topic"], e["partition"], off)
         stall = next((e for e in program.events if e["what"] == "stall"), None)
         if stall:
             # its heartbeat thread, resumed first, may be refused before the frozen poll loop says it resumed
