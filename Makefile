@@ -13,7 +13,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # (samples/java/pom.xml) into KAFKA_HOME/lib; the Java workloads of samples/java compiled against it into classes/.
 KAFKA_VERSION := 4.4.0
 KAFKA_HOME := .cache/kafka-$(KAFKA_VERSION)
-MVN := mvn -q -B
+MVN := mvn -q -B -Dstyle.color=never
 
 demo: $(BIN)/.installed system-packages
 	$(BIN)/kafkatap demo
