@@ -11,11 +11,13 @@ left at its default. Group timeouts are shortened so that a member frozen past i
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
 import time
 import uuid
+from collections import Counter
 from pathlib import Path
 
 from kafkatap.samples.brokers import port_is_free
@@ -27,6 +29,9 @@ LOG4J = Path(__file__).parent / "java" / "log4j2.properties"
 FEATURES = {"transaction.version": 2, "group.version": 1, "share.version": 2, "streams.version": 1}
 SESSION_TIMEOUT_MS, HEARTBEAT_MS = 6000, 1000  # KIP-848/932/1071 groups: broker settings, not the clients'
 JVM_OPTS = ["-Xms128m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true"]
+READY_CLIENT = "kafkatap-ready"  # the readiness probe's client id
+_COMPLETED = re.compile(r'DEBUG Completed request:\{"isForwarded":\w+,"requestHeader":\{"requestApiKey":(\d+),'
+                        r'"requestApiVersion":\d+,"correlationId":-?\d+,"clientId":"((?:[^"\\]|\\.)*)"')
 
 
 def lib_dir() -> Path:
@@ -83,10 +88,12 @@ def node_properties(node_id: int, port: int, controller_port: int, voters: str, 
 class Kafka:
     """`nodes` Apache Kafka 4.4 nodes on 127.0.0.1 (`ports`: their client ports, free ones when not given), data and
     logs in `workdir`; a context manager that always stops them. Same shape as brokers.Tansu: `port`, `bootstrap`,
-    `stop()`; `ports` lists every node's client port (the capture filter), `logs` every node's log file."""
+    `stop()`; `ports` lists every node's client port (the capture filter), `logs` every node's log file. With
+    `request_log`, every node logs each request it completes (`requests_by_client` counts them)."""
 
     def __init__(self, workdir: str | Path, nodes: int = 1, ports: list[int] | None = None,
-                 overrides: dict[str, object] | None = None, start_timeout: float = 90.0) -> None:
+                 overrides: dict[str, object] | None = None, start_timeout: float = 90.0,
+                 request_log: bool = False) -> None:
         self.workdir = Path(workdir)
         self.nodes = nodes
         self.ports = list(ports) if ports else free_ports(nodes)
@@ -96,6 +103,7 @@ class Kafka:
         self.bootstrap = ",".join(f"127.0.0.1:{p}" for p in self.ports)
         self.overrides = overrides or {}
         self.start_timeout = start_timeout
+        self.request_log = request_log
         self.procs: list[subprocess.Popen] = []
         self.logs: list[Path] = []
         self.started_in: float | None = None  # seconds from the first java process to a cluster answering Metadata
@@ -123,7 +131,8 @@ class Kafka:
             for config, log in zip(configs, self.logs):
                 with open(log, "ab") as out:
                     self.procs.append(subprocess.Popen(
-                        ["java", *JVM_OPTS, f"-Dlog4j2.configurationFile={LOG4J}", "-cp", classpath(),
+                        ["java", *JVM_OPTS, f"-Dlog4j2.configurationFile={LOG4J}",
+                         *(["-Dkafkatap.request.log=debug"] if self.request_log else []), "-cp", classpath(),
                          "kafka.Kafka", str(config)],
                         stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True))
             self._wait_ready(t0 + self.start_timeout)
@@ -137,7 +146,7 @@ class Kafka:
         """Until every node is registered and answers Metadata (the controller elected, the brokers unfenced)."""
         from confluent_kafka.admin import AdminClient
 
-        admin = AdminClient({"bootstrap.servers": self.bootstrap, "client.id": "kafkatap-ready", "log_level": 0})
+        admin = AdminClient({"bootstrap.servers": self.bootstrap, "client.id": READY_CLIENT, "log_level": 0})
         while True:
             for proc, log in zip(self.procs, self.logs):
                 if proc.poll() is not None:
@@ -152,6 +161,17 @@ class Kafka:
                 raise TimeoutError(f"kafka not ready after {self.start_timeout} s; logs: {self.logs}\n"
                                    + _tail(self.logs[0]))
             time.sleep(0.2)
+
+    def requests_by_client(self) -> Counter:
+        """{(client_id, api_key): requests} every node completed so far on its client listener (with `request_log`:
+        the brokers' own count, which includes the requests brokers send each other and themselves)."""
+        counts: Counter = Counter()
+        for log in self.logs:
+            for line in log.read_text(errors="replace").splitlines():
+                m = _COMPLETED.search(line)
+                if m and '"listener":"PLAINTEXT"' in line:
+                    counts[(m.group(2), int(m.group(1)))] += 1
+        return counts
 
     def stop(self, timeout: float = 20.0) -> None:
         """SIGTERM every node at once (a controlled shutdown needs the quorum alive), SIGKILL what is left."""

@@ -20,7 +20,7 @@ import kafka
 
 from kafkatap.samples.brokers import MockCluster, Tansu, kill_stray_tansu, tansu_version
 from kafkatap.samples.capture import Capture, port_filter
-from kafkatap.samples.kafka import Kafka, version as kafka_version
+from kafkatap.samples.kafka import READY_CLIENT, Kafka, version as kafka_version
 from kafkatap.samples.tls import TlsClients
 from kafkatap.samples.clients import RequestLog
 from kafkatap.samples.truth import Truth, api_name, validate
@@ -97,7 +97,7 @@ def make(name: str, out_dir: Path = SAMPLE_DIR) -> dict:
         raise
     requests = {"source": "the synthesizer's own ledger" if spec.synthetic else
                 "client logs (librdkafka protocol debug log, kafka-python request encoder, Java NetworkClient debug "
-                "log)",
+                "log; Apache Kafka's request log for the requests the broker sends itself)",
                 "exact": True, "by_client": log.by_client()}
     if mock_ports:
         requests["broker_by_api"] = {api_name(k): n for k, n in sorted(broker_counts.items())}
@@ -157,7 +157,8 @@ def _capture(spec: Spec, module, truth: Truth, log: RequestLog, pcap: Path) -> t
             advertised = spec.tls.port if spec.tls else None
             tansu = stack.enter_context(Tansu(spec.tansu_port, advertised=advertised)) if spec.tansu_port else None
             workdir = Path(tempfile.mkdtemp(prefix=f"kafkatap-{spec.name}-")) if spec.kafka_port else None
-            kafka = stack.enter_context(Kafka(workdir / "kafka", 1, [spec.kafka_port])) if spec.kafka_port else None
+            kafka = stack.enter_context(Kafka(workdir / "kafka", 1, [spec.kafka_port], request_log=True)) \
+                if spec.kafka_port else None
             tls = stack.enter_context(TlsClients(spec.tls, spec.tansu_port, _keylog(pcap))) if spec.tls else None
             if tls:
                 ports = [spec.tls.port]  # the clients' side only: the terminator's own leg to Tansu is plaintext
@@ -166,6 +167,8 @@ def _capture(spec: Spec, module, truth: Truth, log: RequestLog, pcap: Path) -> t
             stack.enter_context(log.librdkafka_stderr())
             env = Env(truth, log, tansu, mock, kafka, workdir, tls=tls)
             module.run(env)
+            if kafka:
+                _broker_clients(truth, log, kafka)
         for finish in env.after_run:
             finish()
     except BaseException:
@@ -179,6 +182,20 @@ def _capture(spec: Spec, module, truth: Truth, log: RequestLog, pcap: Path) -> t
         if spec.tansu_port:
             kill_stray_tansu([spec.tansu_port])
     return ports, mock_ports, broker_counts
+
+
+def _broker_clients(truth: Truth, log: RequestLog, kafka: Kafka) -> None:
+    """The requests Apache Kafka sends itself on its client listener (transactions v2: the partition leader's
+    AddPartitionsToTxn to the coordinator, the coordinator's WriteTxnMarkers), counted by the broker's request log:
+    they are in the capture, and no client of the workload logged them."""
+    clients = {c["client_id"] for c in truth.doc["clients"]} | {READY_CLIENT}
+    own: dict[str, dict[str, int]] = {}
+    for (client, key), n in sorted(kafka.requests_by_client().items()):
+        if client not in clients:
+            own.setdefault(client, {})[api_name(key)] = n
+    for client in own:
+        truth.client(client, f"Apache Kafka {kafka_version()} broker", "broker")
+    log.merge(own, [])
 
 
 def platform_java() -> str:
