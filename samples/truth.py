@@ -11,6 +11,7 @@ A truth file (`samples/<name>.truth.json`) is one JSON object; these keys are al
   belongs to)
 - `tshark_comparable`: true when every request stays within versions tshark 4.0 decodes (Kafka 2.5)
 - `clients`: [{`client_id`, `library`, `role`, `config`}]: every client of the run, with the settings that matter
+  (role `broker`: Apache Kafka's own clients on its listener, whose requests its request log counts)
 - `requests`: {`source`, `exact`, `by_client`: {client_id: {api_name: n}}, `by_api`: {api_name: n}}: requests each
   client sent (client-side logs, exact), and for mock brokers `broker_by_api` (what the mock received, exact)
 - `response_errors`: {client_id: {api_name: {error_name: n}}}: non-zero response errors the client decoded
@@ -36,8 +37,8 @@ A truth file (`samples/<name>.truth.json`) is one JSON object; these keys are al
   their last allowed delivery)
 - `share_deliveries`: [{`client_id`, `group_id`, `topic`, `partition`, `offset`, `delivery_count`, `ack`}]
   (`ack`: `accept`, `release` or `reject`; null when the consumer held the record and never acknowledged it)
-- `events`: [{`t`, `client_id`, `what`, ...}]: the script's timeline (joins, leaves, stalls, errors), seconds from start;
-  member processes also log `wall` (Unix seconds) and their rebalance callbacks (`partitions_revoked`,
+- `events`: [{`t`, `client_id`, `what`, ...}]: the script's timeline (joins, leaves, stalls, errors), seconds from
+  start; member processes also log `wall` (Unix seconds) and their rebalance callbacks (`partitions_revoked`,
   `partitions_assigned`, with `member_id`, `partitions` as `topic:partition`, and for kafka-python `generation_id`)
 - optional `record_times`: {`sent`: [[topic, partition, offset, wall]], `received`: [[client_id, group_id, topic,
   partition, offset, wall]]}: when the producer handed each record to its library and when a consumer's poll
