@@ -151,6 +151,9 @@ class _Keep:
     def on_close(self, *args) -> None:
         pass
 
+    def on_forget(self, *args) -> None:
+        pass
+
     def on_anomaly(self, *args) -> None:
         pass
 

@@ -53,6 +53,9 @@ class CountingSink:
     def on_close(self, conn, ts_us, reason, where) -> None:
         pass
 
+    def on_forget(self, conn) -> None:
+        pass
+
     def on_anomaly(self, kind, detail, where, nbytes, conn, side) -> None:
         self.anomalies += 1
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
-from kafkatap.dissect.tables.schema import ANOMALIES, BATCHES, FRAMES, RECORDS, SHARE
+from kafkatap.dissect.tables.schema import ANOMALIES, BATCHES, CONNECTIONS, FRAMES, RECORDS, SHARE
 from kafkatap.pipelines import schema
 from kafkatap.pipelines.inputs import check_inputs
 from kafkatap.pipelines.intermediates import once_per_run, one_partition, partitioned
@@ -61,6 +61,7 @@ class Inputs:
     records: DataFrame | None  # None when the capture was dissected without --records
     share: DataFrame
     anomalies: DataFrame
+    connections: DataFrame  # the dissector's connections/, not the report's sessions/connections
     input_bytes: int  # what a run's settings depend on (`intermediates.run_conf`)
 
     @property
@@ -82,6 +83,7 @@ def read_inputs(spark: SparkSession, out: str) -> Inputs:
         records=read("records", RECORDS) if has_records else None,
         share=read("share", SHARE),
         anomalies=read("anomalies", ANOMALIES),
+        connections=read("connections", CONNECTIONS),
         input_bytes=size,
     )
 
@@ -104,7 +106,7 @@ def _write(spark: SparkSession, report: str, tables: dict[str, DataFrame], inp: 
 
 def session_tables(inp: Inputs, done: Mapping[str, DataFrame], window: str) -> dict[str, DataFrame]:
     return {
-        "sessions/connections": connections(inp.frames),
+        "sessions/connections": connections(inp.frames, inp.connections),
         "sessions/groups": groups(inp.frames),
         "sessions/commits": group_commits(inp.frames, inp.batches),
         "sessions/members": members(inp.frames, inp.batches),

@@ -11,7 +11,8 @@ import sys
 
 import pyarrow as pa
 
-from kafkatap.dissect.tables.schema import TS, column, markdown, table
+from kafkatap.dissect.tables.schema import CONNECTIONS as TCP_CONNECTIONS
+from kafkatap.dissect.tables.schema import TCP_COUNTS, TS, column, markdown, table
 
 EPOCHS = pa.list_(pa.int32())
 NAMES = pa.list_(pa.string())
@@ -35,6 +36,7 @@ CONNECTIONS = table(
     column("unpaired", pa.int64(), "Requests or responses without their other half."),
     column("latency_p50_us", pa.int64(), "Median request latency (approximate percentile), microseconds."),
     column("latency_p99_us", pa.int64(), "99th percentile request latency (approximate), microseconds."),
+    *(f for f in TCP_CONNECTIONS if f.name in TCP_COUNTS),
 )
 
 GROUPS = table(
@@ -264,6 +266,11 @@ FENCED_EPOCHS = table(
     column("group_generation", pa.int32(),
            "Classic groups: the group's latest generation, handed to any member, at the time of the rejected "
            "request."),
+    column("group_epoch", pa.int32(),
+           "KIP-848 groups: the highest member epoch the coordinator had handed to any member of the group at the "
+           "time of the rejected request. Heartbeat responses carry no group epoch; a member's epoch reaches the "
+           "group's once it has reconciled, so this is the group epoch as far as the wire proves it (a lower "
+           "bound)."),
     column("explanation", pa.string(), "The row in one sentence: who, what it did, what the coordinator did; for a "
            "row without a `cause`, what was refused and that the capture does not show why."),
 )

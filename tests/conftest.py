@@ -65,3 +65,18 @@ def spark() -> Iterator["pyspark.sql.SparkSession"]:  # noqa: F821 - pyspark imp
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+@pytest.fixture(autouse=True)
+def one_run(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Every Spark test inside one `once_per_run` block, as `kafkatap analyze` runs its jobs: intermediates computed
+    once and kept as rows, the settings of a small input. Without it, a test of a job that reads an intermediate
+    several times plans and runs its whole lineage again each time (a rebalances test: 169 s against 13 s). Tests
+    marked `own_run` open their blocks themselves."""
+    if "spark" not in request.fixturenames or request.node.get_closest_marker("own_run"):
+        yield
+        return
+    from kafkatap.pipelines.intermediates import once_per_run
+
+    with once_per_run(request.getfixturevalue("spark"), 0):
+        yield

@@ -17,7 +17,11 @@ TABLES: list[tuple[str, str, str, list[Col]]] = [
         Col("request_bytes", "bytes out", fmt_bytes, numeric=True),
         Col("response_bytes", "bytes in", fmt_bytes, numeric=True), Col("errors", "errors", fmt_int, numeric=True),
         Col("unpaired", "unpaired", fmt_int, numeric=True), Col("latency_p50_us", "p50", fmt_us, numeric=True),
-        Col("latency_p99_us", "p99", fmt_us, numeric=True), Col("requests_by_api", "by api", fmt_list)]),
+        Col("latency_p99_us", "p99", fmt_us, numeric=True), Col("requests_by_api", "by api", fmt_list),
+        Col("handshake_rtt_us", "handshake RTT", fmt_us, numeric=True),
+        Col("retransmissions", "retransmitted", fmt_int, numeric=True),
+        Col("out_of_order", "out of order", fmt_int, numeric=True), Col("resets", "resets", fmt_int, numeric=True),
+        Col("zero_windows", "zero windows", fmt_int, numeric=True)]),
     ("sessions/groups", "Groups", "requests that name a group (joins, heartbeats, commits, offset fetches)", [
         Col("group_id", "group"), Col("kind", "kind"), Col("joined", "joined"), Col("commit_only", "commit only"),
         Col("members", "members", fmt_int, numeric=True), Col("client_ids", "client ids", fmt_list),

@@ -2,5 +2,5 @@
 
 from kafkatap.dissect.kafka._state cimport ConnState
 
-cpdef request(exchange, ConnState st, ts, offset, bytes payload, where)
-cpdef response(exchange, ConnState st, ts, offset, bytes payload, where)
+cpdef request(exchange, ConnState st, at, offset, bytes payload, where)
+cpdef response(exchange, ConnState st, at, offset, bytes payload, where)

@@ -12,7 +12,7 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.dict cimport PyDict_Next
 from cpython.ref cimport PyObject
 from cpython.unicode cimport PyUnicode_DecodeUTF8
-from libc.stdint cimport int16_t, int32_t, uint8_t, uint32_t
+from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint32_t
 
 from kafkatap.dissect.kafka._account cimport Account
 from kafkatap.dissect.kafka._apis cimport MAX_API_KEYS, MAX_API_VERSIONS, indexed
@@ -50,7 +50,7 @@ cdef inline int32_t _i32(const uint8_t* b):
     return <int32_t> (<uint32_t> b[0] << 24 | <uint32_t> b[1] << 16 | <uint32_t> b[2] << 8 | b[3])
 
 
-cpdef request(exchange, ConnState st, ts, offset, bytes payload, where):
+cpdef request(exchange, ConnState st, at, offset, bytes payload, where):
     cdef Py_ssize_t n = PyBytes_GET_SIZE(payload), pos
     cdef const uint8_t* b = <const uint8_t*> PyBytes_AS_STRING(payload)
     cdef int api_key, api_version, length, version
@@ -58,39 +58,41 @@ cpdef request(exchange, ConnState st, ts, offset, bytes payload, where):
     if st is None:  # cpdef takes no `not None`: from Python it could be given None, which C must never dereference
         raise TypeError("request: st must be a ConnState")
     if n < 10 or st.sasl.expected or st.orphans.held:
-        return exchange.request(st, ts, offset, payload, where)
+        return exchange.request(st, at, offset, payload, where)
     api_key, api_version, correlation_id = <int16_t> (b[0] << 8 | b[1]), <int16_t> (b[2] << 8 | b[3]), _i32(b + 4)
     version = _HEADER_VERSIONS[api_key][api_version] if indexed(api_key, api_version) else 0
     if version == 0 or api_key in _DICT_APIS:  # the method reads those (once, with their dicts)
-        return exchange.request(st, ts, offset, payload, where)
+        return exchange.request(st, at, offset, payload, where)
     length = <int16_t> (b[8] << 8 | b[9])
     pos = 10
     client_id = None
     if length >= 0:
         if length > n - pos:
-            return exchange.request(st, ts, offset, payload, where)
+            return exchange.request(st, at, offset, payload, where)
         try:
             client_id = PyUnicode_DecodeUTF8(<const char*> b + pos, length, NULL)
         except UnicodeDecodeError:
-            return exchange.request(st, ts, offset, payload, where)
+            return exchange.request(st, at, offset, payload, where)
         pos += length
     elif length != -1:
-        return exchange.request(st, ts, offset, payload, where)
+        return exchange.request(st, at, offset, payload, where)
     if version == 2:
         if pos >= n or b[pos] != 0:  # a tagged field in the header: the method reads it
-            return exchange.request(st, ts, offset, payload, where)
+            return exchange.request(st, at, offset, payload, where)
         pos += 1
     try:
         body = _read_request(api_key, api_version, payload, pos)
     except DecodeError:
-        return exchange.request(st, ts, offset, payload, where)
+        return exchange.request(st, at, offset, payload, where)
     if (<tuple> body)[0] != n or (api_key == _PRODUCE and (<tuple> body)[4].get("acks") == 0):  # Body.end, .top
-        return exchange.request(st, ts, offset, payload, where)
+        return exchange.request(st, at, offset, payload, where)
     size = n + 4
     st.req_sync.last_correlation_id = correlation_id
     st.seq += 1
     cdef Request req = Request.__new__(Request)
-    req.seq, req.ts, req.size, req.api_key, req.api_version = st.seq, ts, size, api_key, api_version
+    req.seq, req.size, req.api_key, req.api_version = st.seq, size, api_key, api_version
+    req.capture_file, req.ts = (<tuple> at)[0], (<tuple> at)[2]  # Where: capture_file, packet_index, ts_us
+    req.packet = <int64_t> (<tuple> at)[1] + 1
     req.correlation_id, req.known, req.client_id = correlation_id, True, client_id
     req.body = body
     (<Account> st.account).decoded_bytes[_REQUEST] += size
@@ -108,31 +110,33 @@ cpdef request(exchange, ConnState st, ts, offset, bytes payload, where):
         out.frame(st, pending.pop(next(iter(pending))), None, where, unpaired=True)
 
 
-cpdef response(exchange, ConnState st, ts, offset, bytes payload, where):
+cpdef response(exchange, ConnState st, at, offset, bytes payload, where):
     cdef Py_ssize_t n = PyBytes_GET_SIZE(payload), i = 0
     cdef PyObject* first
     cdef PyObject* value
     if st is None:
         raise TypeError("response: st must be a ConnState")
     if n < 4:
-        return exchange.response(st, ts, offset, payload, where)
+        return exchange.response(st, at, offset, payload, where)
     pending = st.inflight.pending
     correlation_id = _i32(<const uint8_t*> PyBytes_AS_STRING(payload))
     if not PyDict_Next(pending, &i, &first, &value) or <object> first != correlation_id:
-        return exchange.response(st, ts, offset, payload, where)  # not the oldest request's answer
+        return exchange.response(st, at, offset, payload, where)  # not the oldest request's answer
     cdef Request req = <Request> value
     if not req.known or req.api_key in _DICT_APIS:
-        return exchange.response(st, ts, offset, payload, where)
+        return exchange.response(st, at, offset, payload, where)
     try:
         body = _read_response(req.api_key, req.api_version, payload)
     except DecodeError:
-        return exchange.response(st, ts, offset, payload, where)
+        return exchange.response(st, at, offset, payload, where)
     if (<tuple> body)[0] != n:  # Body.end
-        return exchange.response(st, ts, offset, payload, where)
+        return exchange.response(st, at, offset, payload, where)
     del pending[correlation_id]
     size = n + 4
     cdef Response resp = Response.__new__(Response)
-    resp.ts, resp.size, resp.body = ts, size, body
+    resp.size, resp.body = size, body
+    resp.capture_file, resp.ts = (<tuple> at)[0], (<tuple> at)[2]
+    resp.packet = <int64_t> (<tuple> at)[1] + 1
     (<Account> st.account).decoded_bytes[_RESPONSE] += size
     out = exchange.out
     out.response(st, req, resp, where)

@@ -2,5 +2,5 @@
 # members, so the compiled sink (_sink.pyx) reads and updates a framer in C for the usual segment.
 
 cdef class FramerFields:
-    cdef public object sync, on_skip, buf, buf_ts, offset, skip, skip_reason, need
+    cdef public object sync, on_skip, buf, buf_at, marks, offset, skip, skip_reason, need
     cdef public bint synced, anchored

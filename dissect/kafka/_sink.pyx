@@ -23,12 +23,12 @@ cdef int64_t _MAX_FRAME = MAX_FRAME
 def on_data(sink, Conn conn not None, int side, ts, data, where):
     cdef ConnState st = conn.state
     if st is not None and st.kind == "kafka" and type(data) is bytes:
-        _feed(sink.exchange, st, side, ts, data, where)
+        _feed(sink.exchange, st, side, data, where)
         return True
     return reference.on_data(sink, conn, side, ts, data, where)
 
 
-cdef _feed(exchange, ConnState st, int side, ts, bytes data, where):
+cdef _feed(exchange, ConnState st, int side, bytes data, where):
     cdef int direction = 0 if side == st.client_side else 1
     cdef Py_ssize_t n = PyBytes_GET_SIZE(data)
     cdef const uint8_t* b = <const uint8_t*> PyBytes_AS_STRING(data)
@@ -44,9 +44,10 @@ cdef _feed(exchange, ConnState st, int side, ts, bytes data, where):
             framer.offset = offset + n
             framer.need = 4
             _flush_skips(st, direction)
-            _frame(exchange, st, direction, ts, offset, PyBytes_FromStringAndSize(<const char*> b + 4, size), where)
+            _frame(exchange, st, direction, where, offset, PyBytes_FromStringAndSize(<const char*> b + 4, size),
+                   where)
             return
-    frames = framer.feed(ts, data, where)
+    frames = framer.feed(data, where)
     if frames:
         _handle(exchange, st, direction, frames, where)
 
@@ -54,8 +55,8 @@ cdef _feed(exchange, ConnState st, int side, ts, bytes data, where):
 cdef _handle(exchange, ConnState st, int direction, frames, where):
     """Each frame to the exchange, once the skips reported before it are."""
     _flush_skips(st, direction)
-    for ts, offset, payload in frames:
-        _frame(exchange, st, direction, ts, offset, payload, where)
+    for at, offset, payload in frames:
+        _frame(exchange, st, direction, at, offset, payload, where)
 
 
 cdef _flush_skips(ConnState st, int direction):
@@ -64,9 +65,10 @@ cdef _flush_skips(ConnState st, int direction):
         skips.flush()
 
 
-cdef _frame(exchange, ConnState st, int direction, ts, offset, bytes payload, where):
-    """A frame to the exchange's compiled request or response path, called in C."""
+cdef _frame(exchange, ConnState st, int direction, at, offset, bytes payload, where):
+    """A frame to the exchange's compiled request or response path, called in C (at: the packet carrying its first
+    byte)."""
     if direction == 0:
-        _request(exchange, st, ts, offset, payload, where)
+        _request(exchange, st, at, offset, payload, where)
     else:
-        _response(exchange, st, ts, offset, payload, where)
+        _response(exchange, st, at, offset, payload, where)

@@ -1,14 +1,18 @@
 # Declarations of the compiled twins of state.Request and state.Response, so the compiled message path
 # (_exchange.pyx, _rows.pyx) reads and writes their fields as C struct members instead of by attribute lookup.
 
+from libc.stdint cimport int64_t
+
 cdef class Request:
-    cdef public object seq, ts, size, client_id, body, error, produce
+    cdef public object seq, ts, capture_file, size, client_id, body, error, produce
+    cdef public int64_t packet
     cdef public int api_key, api_version, correlation_id
     cdef public bint known
 
 
 cdef class Response:
-    cdef public object ts, size, body, error
+    cdef public object ts, capture_file, size, body, error
+    cdef public int64_t packet
 
 
 cdef class ConnState:

@@ -13,9 +13,10 @@ from kafkatap.dissect.kafka.sasl import SaslTokens
 cdef class Request:
     """A request waiting for its response, with what its row and its response's rows need."""
 
-    def __init__(self, seq, ts, size, int api_key, int api_version, int correlation_id):
+    def __init__(self, seq, at, size, int api_key, int api_version, int correlation_id):
         self.seq = seq
-        self.ts = ts
+        self.capture_file, packet_index, self.ts = at
+        self.packet = packet_index + 1
         self.size = size
         self.api_key = api_key
         self.api_version = api_version
@@ -26,8 +27,9 @@ cdef class Request:
 cdef class Response:
     """A decoded (or undecodable) response, paired with its request."""
 
-    def __init__(self, ts, size):
-        self.ts = ts
+    def __init__(self, at, size):
+        self.capture_file, packet_index, self.ts = at
+        self.packet = packet_index + 1
         self.size = size
 
 

@@ -47,8 +47,9 @@ class Exchange:
         self.read_request = native.pick(bodies.read_request, _compiled)  # chosen once per run, not per message
         self.read_response = native.pick(bodies.read_response, _compiled)
 
-    def request(self, st: ConnState, ts: int, offset: int, payload: bytes, where: Where) -> None:
-        """A frame of the client's direction (payload after the size prefix, which starts at stream offset)."""
+    def request(self, st: ConnState, at: Where, offset: int, payload: bytes, where: Where) -> None:
+        """A frame of the client's direction (payload after the size prefix, which starts at stream offset), whose
+        first byte came with the packet `at`; `where` is the packet being handled (where problems are reported)."""
         size = len(payload) + 4
         if st.sasl.expected and st.sasl.is_token(payload):
             st.account.skipped(REQUEST, "sasl_token", size)
@@ -61,7 +62,7 @@ class Exchange:
         api_key, api_version, correlation_id = _HEAD(payload, 0)
         st.req_sync.last_correlation_id = correlation_id
         st.seq += 1
-        req = Request(st.seq, ts, size, api_key, api_version, correlation_id)
+        req = Request(st.seq, at, size, api_key, api_version, correlation_id)
         try:
             header, pos = decode_request_header(payload, 0)
             req.client_id = header.get("client_id")
@@ -101,7 +102,7 @@ class Exchange:
         for lost in st.inflight.add(correlation_id, req):
             self.out.frame(st, lost, None, where, unpaired=True)
 
-    def response(self, st: ConnState, ts: int, offset: int, payload: bytes, where: Where) -> None:
+    def response(self, st: ConnState, at: Where, offset: int, payload: bytes, where: Where) -> None:
         """A frame of the broker's direction: answered at once if its request is waiting, else held."""
         size = len(payload) + 4
         if len(payload) < 4:  # only possible while raw SASL tokens are expected
@@ -115,10 +116,10 @@ class Exchange:
             if st.sasl.expected:
                 st.account.skipped(RESPONSE, "sasl_token", size)
                 return
-            for held, orphan in st.orphans.hold(correlation_id, (ts, offset, payload)):
+            for held, orphan in st.orphans.hold(correlation_id, (at, offset, payload)):
                 self._let_go(st, held, orphan)
             return
-        self._answer(st, req, ts, offset, payload, where)
+        self._answer(st, req, at, offset, payload, where)
 
     def close(self, st: ConnState, where: Where) -> None:
         """The connection ended: requests still waiting are unpaired, responses still held are let go."""
@@ -127,10 +128,10 @@ class Exchange:
         for correlation_id, orphan in st.orphans.drain():
             self._let_go(st, correlation_id, orphan)
 
-    def _answer(self, st: ConnState, req: Request, ts: int, offset: int, payload: bytes, where: Where) -> None:
+    def _answer(self, st: ConnState, req: Request, at: Where, offset: int, payload: bytes, where: Where) -> None:
         """Decode a response as the answer to req and hand the pair on."""
         size = len(payload) + 4
-        resp = Response(ts, size)
+        resp = Response(at, size)
         if not req.known:
             st.account.skipped(RESPONSE, "unknown_api", size)
         else:

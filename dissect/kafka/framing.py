@@ -31,8 +31,9 @@ SCAN_TAIL = 7
 
 _SIZE = struct.Struct(">i").unpack_from
 
-Frame = tuple[int, int, bytes]
-"""(ts_us of the packet carrying the frame's first byte, stream offset of its size prefix, payload after the size)."""
+Frame = tuple[Where, int, bytes]
+"""(the packet carrying the frame's first byte, stream offset of its size prefix, payload after the size). The packet
+is the `Where` its bytes came with, so its time, file and number travel together without a new object per frame."""
 
 SkipHandler = Callable[[str, int, int, Where], None]
 """on_skip(reason, nbytes, stream_offset, where): bytes consumed without becoming a frame, and the packet being
@@ -56,7 +57,7 @@ class Sync(Protocol):
 
 
 _compiled = native.extension("kafkatap.dissect.kafka._framing")
-_FIELDS = ("sync", "on_skip", "buf", "buf_ts", "offset", "synced", "anchored", "skip", "skip_reason", "need")
+_FIELDS = ("sync", "on_skip", "buf", "buf_at", "marks", "offset", "synced", "anchored", "skip", "skip_reason", "need")
 _Base: type = _compiled.FramerFields if native.compiled and _compiled is not None else object
 
 
@@ -74,7 +75,10 @@ class Framer(_Base):  # type: ignore[valid-type, misc]
         self.sync = sync
         self.on_skip = on_skip
         self.buf = bytearray()
-        self.buf_ts = 0
+        self.buf_at: Where | None = None  # the packet that carried buf[0]
+        self.marks: list[tuple[int, Where]] = []
+        """(stream offset, packet) of the bytes of each later packet appended to buf while out of step, when a frame
+        may start anywhere in buf; in step one starts at buf[0] or in the bytes of the packet being fed."""
         self.offset = 0  # stream offset of buf[0], or of the next byte when buf is empty
         self.synced = synced
         self.anchored = anchored
@@ -82,7 +86,8 @@ class Framer(_Base):  # type: ignore[valid-type, misc]
         self.skip_reason = ""
         self.need = 0  # buffered bytes needed before parsing can make progress
 
-    def feed(self, ts: int, data: bytes, where: Where) -> list[Frame]:
+    def feed(self, data: bytes, where: Where) -> list[Frame]:
+        """data: the next bytes of the stream, from the packet `where` (also the position skips are reported at)."""
         if self.skip:
             k = min(self.skip, len(data))
             self.skip -= k
@@ -99,24 +104,25 @@ class Framer(_Base):  # type: ignore[valid-type, misc]
                 offset = self.offset
                 self.offset += len(data)
                 self.need = 4
-                return [(ts, offset, data[4:])]
+                return [(where, offset, data[4:])]
         if old:
+            if not self.synced:
+                self.marks.append((self.offset + old, where))
             self.buf += data
             if len(self.buf) < self.need:
                 return []
             buf: bytes | bytearray = self.buf
-            first_ts = self.buf_ts
         else:
             buf = data
-            first_ts = ts
         frames: list[Frame] = []
-        pos = self._parse(buf, frames, old, first_ts, ts, where)
-        self._keep(buf, pos, first_ts if pos < old else ts)
+        pos = self._parse(buf, frames, old, where)
+        self._keep(buf, pos, self._packet_at(pos) if pos < old else where)
         return frames
 
-    def _parse(self, buf: bytes | bytearray, frames: list[Frame], old: int, first_ts: int, ts: int, where: Where,
+    def _parse(self, buf: bytes | bytearray, frames: list[Frame], old: int, where: Where,
                final: bool = False) -> int:
-        """Take every complete frame from buf; return the position of the first byte not consumed.
+        """Take every complete frame from buf; return the position of the first byte not consumed. The bytes from
+        `old` on came with the packet where, those before it were buffered (`_packet_at`).
 
         final: no more bytes will come, so a candidate that needs more of them is not one."""
         end = len(buf)
@@ -149,7 +155,7 @@ class Framer(_Base):  # type: ignore[valid-type, misc]
                 self.need = stop - pos
                 return pos
             payload = buf[pos + 4:stop] if is_bytes else bytes(memoryview(buf)[pos + 4:stop])  # one copy either way
-            frames.append((first_ts if pos < old else ts, self.offset + pos, payload))
+            frames.append((self._packet_at(pos) if pos < old else where, self.offset + pos, payload))
             pos = stop
 
     def _resync(self, buf: bytes | bytearray, start: int, scan_from: int, where: Where, final: bool) -> int:
@@ -192,7 +198,16 @@ class Framer(_Base):  # type: ignore[valid-type, misc]
         self.skip_reason = "oversize_frame"
         return len(buf)
 
-    def _keep(self, buf: bytes | bytearray, pos: int, ts_at_pos: int) -> None:
+    def _packet_at(self, pos: int) -> Where:
+        """The packet that carried buffered byte buf[pos]."""
+        at = self.buf_at
+        for offset, where in self.marks:
+            if offset > self.offset + pos:
+                break
+            at = where
+        return at
+
+    def _keep(self, buf: bytes | bytearray, pos: int, at_pos: Where) -> None:
         """Drop consumed bytes and keep the unconsumed tail (at most one partial frame or a scan tail)."""
         self.offset += pos
         if buf is self.buf:
@@ -201,7 +216,9 @@ class Framer(_Base):  # type: ignore[valid-type, misc]
         elif pos < len(buf):
             self.buf = bytearray(buf[pos:])
         if self.buf:
-            self.buf_ts = ts_at_pos
+            self.buf_at = at_pos
+        if self.marks:
+            self.marks = [m for m in self.marks if m[0] > self.offset] if self.buf else []
 
     def gap(self, nbytes: int, where: Where) -> None:
         """nbytes of this direction are missing from the capture: drop the frame they cut and resynchronise.
@@ -222,6 +239,7 @@ class Framer(_Base):  # type: ignore[valid-type, misc]
             left = total - have
             self.on_skip("frame_lost_in_gap", have, self.offset, where)
             self.buf = bytearray()
+            self.marks = []
             if nbytes < left:
                 self.offset += have + nbytes
                 self.skip = left - nbytes
@@ -234,6 +252,7 @@ class Framer(_Base):  # type: ignore[valid-type, misc]
             self.on_skip("frame_lost_in_gap" if self.synced else "resync", have, self.offset, where)
             self.offset += have
             self.buf = bytearray()
+            self.marks = []
         self.offset += nbytes
         self.synced = False
         self.need = 0
@@ -244,11 +263,12 @@ class Framer(_Base):  # type: ignore[valid-type, misc]
         frames: list[Frame] = []
         if self.buf and not self.synced:
             buf = self.buf
-            pos = self._parse(buf, frames, len(buf), self.buf_ts, self.buf_ts, where, final=True)
-            self._keep(buf, pos, self.buf_ts)
+            pos = self._parse(buf, frames, len(buf), where, final=True)
+            self._keep(buf, pos, self._packet_at(pos))
         if self.buf:
             self.on_skip("truncated_frame" if self.synced else "resync", len(self.buf), self.offset, where)
             self.offset += len(self.buf)
             self.buf = bytearray()
+            self.marks = []
         self.need = 0
         return frames

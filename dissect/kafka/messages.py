@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from kafkatap.dissect.kafka.state import ConnState, Request, Response
-from kafkatap.dissect.streams.reassembly import Where
+from kafkatap.dissect.streams.reassembly import Conn, Where
 
 
 class Messages(Protocol):
@@ -21,8 +21,11 @@ class Messages(Protocol):
         """A request and its response; or a request alone: one that gets none (Produce with acks=0) or, unpaired,
         one whose response the capture lost."""
 
-    def response_only(self, st: ConnState, ts: int, size: int, correlation_id: int) -> None:
-        """A response whose request the capture does not hold."""
+    def response_only(self, st: ConnState, at: Where, size: int, correlation_id: int) -> None:
+        """A response whose request the capture does not hold (at: the packet carrying its first byte)."""
+
+    def connection(self, conn: Conn, conn_id: str, client_addr: str, broker_addr: str, closed_by: str) -> None:
+        """A Kafka connection the capture is done with, and its TCP analysis counts."""
 
     def anomaly(self, kind: str, detail: str, where: Where, conn_id: str | None, direction: int | None,
                 offset: int | None, nbytes: int, api_key: int | None = None,

@@ -7,12 +7,14 @@ like `pairing.InFlight`; the oldest are let go, to be reported as unpaired.
 
 from __future__ import annotations
 
+from kafkatap.dissect.streams.reassembly import Where
+
 MAX_ORPHANS = 64
 MAX_ORPHAN_BYTES = 16 << 20
 """Responses held per connection while their request may still come (as much as the reassembler holds back)."""
 
-Orphan = tuple[int, int, bytes]
-"""(ts_us, stream offset, payload) of a response frame."""
+Orphan = tuple[Where, int, bytes]
+"""(the packet carrying its first byte, stream offset, payload) of a response frame."""
 
 
 class Orphans:

@@ -47,6 +47,8 @@ class Sink:
         self.connections = {"kafka": 0, "tls": 0, "not_kafka": 0}
         self.tls_outcomes = dict.fromkeys(OUTCOMES, 0)  # TLS connections by what decryption made of them
         self.with_payload = 0  # this worker's connections that carried payload
+        self.closed: dict[Conn, tuple[str, str, str, str]] = {}
+        """Kafka connections closed and not yet forgotten: (conn_id, client_addr, broker_addr, what closed it)."""
         self.warnings: list[str] = []
 
     def on_open(self, conn: Conn) -> None:
@@ -97,7 +99,15 @@ class Sink:
                                     "decrypt", where, st.conn_id, None, None, nbytes)
             self.tls_outcomes[NOT_DECRYPTED] += 1
             self._close_stream(st)
+        if st.conn_id is not None and st.kind in ("kafka", "tls"):
+            self.closed[conn] = (st.conn_id, st.client_addr, st.broker_addr, reason)
         conn.state = None
+
+    def on_forget(self, conn: Conn) -> None:
+        """The capture is done with conn: its TCP analysis counts are final (a reset may follow the FINs)."""
+        closed = self.closed.pop(conn, None)
+        if closed is not None:
+            self.out.connection(conn, *closed)
 
     def on_anomaly(self, kind: str, detail: str, where: Where, nbytes: int, conn: Conn | None,
                    side: int | None) -> None:
@@ -147,9 +157,9 @@ class Sink:
         for side in (st.client_side, 1 - st.client_side):
             direction = REQUEST if side == st.client_side else RESPONSE
             handle = self.exchange.request if direction == REQUEST else self.exchange.response
-            for ts, offset, payload in st.framers[side].close(where):
+            for at, offset, payload in st.framers[side].close(where):
                 st.skips[direction].flush()
-                handle(st, ts, offset, payload, where)
+                handle(st, at, offset, payload, where)
             st.skips[direction].flush()
         self.exchange.close(st, where)
         self._close_stream(st)
@@ -160,19 +170,20 @@ class Sink:
             self.streams.append({"conn_id": st.conn_id, "direction": DIRECTIONS[direction], **balance})
 
 
-def feed(exchange: Exchange, st: ConnState, side: int, ts: int, data: bytes, where: Where) -> None:
-    """Bytes of a Kafka connection: booked as seen, framed, and each whole frame handed to the exchange."""
+def feed(exchange: Exchange, st: ConnState, side: int, data: bytes, where: Where) -> None:
+    """Bytes of a Kafka connection from the packet `where`: booked as seen, framed, and each whole frame handed to
+    the exchange."""
     direction = REQUEST if side == st.client_side else RESPONSE
     st.account.seen(direction, len(data))
-    frames = st.framers[side].feed(ts, data, where)
+    frames = st.framers[side].feed(data, where)
     if frames:
         st.skips[direction].flush()
         handle = exchange.request if direction == REQUEST else exchange.response
-        for ts_f, offset, payload in frames:
-            handle(st, ts_f, offset, payload, where)
+        for at, offset, payload in frames:
+            handle(st, at, offset, payload, where)
 
 
-def decrypted(sink: Sink, st: ConnState, ts: int, plaintext: Output, where: Where) -> None:
+def decrypted(sink: Sink, st: ConnState, plaintext: Output, where: Where) -> None:
     """What a TLS connection's bytes decrypted to, framed as Kafka; a hole (a record not decrypted) cuts the frame
     it falls in, as a capture gap would."""
     for direction, data in plaintext:
@@ -181,7 +192,7 @@ def decrypted(sink: Sink, st: ConnState, ts: int, plaintext: Output, where: Wher
             st.skips[direction].flush()
             st.framers[side].gap(data, where)
         else:
-            feed(sink.exchange, st, side, ts, data, where)
+            feed(sink.exchange, st, side, data, where)
 
 
 def on_data(sink: Sink, conn: Conn, side: int, ts_us: int, data: bytes, where: Where) -> bool:
@@ -190,14 +201,14 @@ def on_data(sink: Sink, conn: Conn, side: int, ts_us: int, data: bytes, where: W
     st: ConnState = conn.state
     kind = st.kind
     if kind == "kafka":
-        feed(sink.exchange, st, side, ts_us, data, where)
+        feed(sink.exchange, st, side, data, where)
         return True
     if kind == "ignored" or kind == "foreign":
         return False
     if kind == "tls":
         direction = REQUEST if side == st.client_side else RESPONSE
         if st.tls is not None:
-            decrypted(sink, st, ts_us, st.tls.feed(st, direction, data, where), where)
+            decrypted(sink, st, st.tls.feed(st, direction, data, where), where)
             return True
         st.account.seen(direction, len(data))
         st.account.skipped(direction, "tls", len(data))

@@ -23,14 +23,16 @@ DIRECTIONS = ("request", "response")
 
 
 class Request:
-    """A request waiting for its response, with what its row and its response's rows need."""
+    """A request waiting for its response, with what its row and its response's rows need. `at` is the packet that
+    carried its first byte: its time, capture file and packet number (from 1, as Wireshark's `frame.number`)."""
 
-    __slots__ = ("seq", "ts", "size", "api_key", "api_version", "correlation_id", "client_id", "body", "error",
-                 "known", "produce")
+    __slots__ = ("seq", "ts", "capture_file", "packet", "size", "api_key", "api_version", "correlation_id",
+                 "client_id", "body", "error", "known", "produce")
 
-    def __init__(self, seq: int, ts: int, size: int, api_key: int, api_version: int, correlation_id: int) -> None:
+    def __init__(self, seq: int, at: Where, size: int, api_key: int, api_version: int, correlation_id: int) -> None:
         self.seq = seq
-        self.ts = ts
+        self.capture_file, packet_index, self.ts = at
+        self.packet = packet_index + 1
         self.size = size
         self.api_key = api_key
         self.api_version = api_version
@@ -43,12 +45,13 @@ class Request:
 
 
 class Response:
-    """A decoded (or undecodable) response, paired with its request."""
+    """A decoded (or undecodable) response, paired with its request; `at` as for Request."""
 
-    __slots__ = ("ts", "size", "body", "error")
+    __slots__ = ("ts", "capture_file", "packet", "size", "body", "error")
 
-    def __init__(self, ts: int, size: int) -> None:
-        self.ts = ts
+    def __init__(self, at: Where, size: int) -> None:
+        self.capture_file, packet_index, self.ts = at
+        self.packet = packet_index + 1
         self.size = size
         self.body: Body | None = None
         self.error: str | None = None

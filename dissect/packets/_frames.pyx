@@ -45,7 +45,7 @@ cdef enum:
     TCP = 6
     FIN_SYN_RST = 0x07
     ACK = 0x10
-    COLUMNS = 13  # frames.Segments
+    COLUMNS = 14  # frames.Segments
     AHEAD = 8  # frames whose headers are fetched into the cache while one is parsed
 
 cdef struct Buf:
@@ -54,7 +54,7 @@ cdef struct Buf:
 
 cdef struct Frame:
     int verdict
-    int64_t l3, src_hi, src_lo, dst_hi, dst_lo, ports, seq, ack, flags, payload, payload_len, missing
+    int64_t l3, src_hi, src_lo, dst_hi, dst_lo, ports, seq, ack, flags, payload, payload_len, missing, window
 
 
 cdef inline int64_t _at(Buf b, int64_t i) noexcept:
@@ -174,6 +174,7 @@ cdef void _parse(Buf b, int64_t off, int64_t caplen, int64_t origlen, int64_t li
         return
     f.ports = _be16(b, l4) << 16 | _be16(b, l4 + 2)
     f.seq, f.ack, f.flags = _be32(b, l4 + 4), _be32(b, l4 + 8), _at(b, l4 + 13) & 0x3F
+    f.window = _be16(b, l4 + 14)
     f.payload = l4 + thl
     f.payload_len = l4end - f.payload if l4end > f.payload else 0
     if f.payload_len > 0 or f.missing > 0 or f.flags & FIN_SYN_RST:
@@ -219,5 +220,5 @@ def parse_frames(const uint8_t[::1] buf, const int64_t[:] off, const int64_t[:] 
                 j, a = a - 1, a - 1
             out[j, 0], out[j, 1], out[j, 2], out[j, 3], out[j, 4] = i, ts_us[i], f.src_hi, f.src_lo, f.dst_hi
             out[j, 5], out[j, 6], out[j, 7], out[j, 8], out[j, 9] = f.dst_lo, f.ports, f.seq, f.ack, f.flags
-            out[j, 10], out[j, 11], out[j, 12] = f.payload, f.payload_len, f.missing
+            out[j, 10], out[j, 11], out[j, 12], out[j, 13] = f.payload, f.payload_len, f.missing, f.window
     return verdict, tuple(rows[:s].T), tuple(rows[a:][::-1].T), l3s[:w]

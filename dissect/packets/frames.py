@@ -40,6 +40,11 @@ class Segments(NamedTuple):
     payload: np.ndarray  # offset of the payload in the chunk's buffer
     payload_len: np.ndarray  # captured payload bytes
     missing: np.ndarray  # IP payload bytes the snaplen cut off
+    window: np.ndarray  # receive window advertised (unscaled): only its zeros are counted (streams/analysis.py)
+
+    def placed(self) -> tuple[np.ndarray, ...]:
+        """The columns the reassembler places a segment with (all but the window)."""
+        return self[:13]
 
 
 class Frames(NamedTuple):
@@ -84,7 +89,7 @@ def parse_frames(buf: bytes, off: np.ndarray, caplen: np.ndarray, origlen: np.nd
     verdict[ti[segment]] = SEGMENT
     verdict[ti[ack]] = ACK_ONLY
     columns = (ti, ts_us[ti], f.src_hi[tcp_mask], f.src_lo[tcp_mask], f.dst_hi[tcp_mask], f.dst_lo[tcp_mask],
-               t.sport << 16 | t.dport, t.seq, t.ack, t.flags, t.payload, t.payload_len, missing)
+               t.sport << 16 | t.dport, t.seq, t.ack, t.flags, t.payload, t.payload_len, missing, t.window)
     return (verdict, tuple(col[segment] for col in columns), tuple(col[ack] for col in columns),
             l3[verdict == SLOW])
 

@@ -25,6 +25,7 @@ class TcpFields(NamedTuple):
     flags: np.ndarray
     payload: np.ndarray  # offset of the payload
     payload_len: np.ndarray  # captured payload bytes
+    window: np.ndarray  # the receive window advertised, unscaled (0: the sender cannot take more data)
 
 
 def parse_tcp(data: np.ndarray, l4: np.ndarray, l4end: np.ndarray) -> TcpFields:
@@ -34,7 +35,7 @@ def parse_tcp(data: np.ndarray, l4: np.ndarray, l4end: np.ndarray) -> TcpFields:
     status = np.where(avail < np.maximum(hlen, 20), SHORT, status)
     payload = l4 + hlen
     return TcpFields(status, be16(data, l4), be16(data, l4 + 2), be32(data, l4 + 4), be32(data, l4 + 8),
-                     u8(data, l4 + 13) & 0x3F, payload, np.maximum(l4end - payload, 0))
+                     u8(data, l4 + 13) & 0x3F, payload, np.maximum(l4end - payload, 0), be16(data, l4 + 14))
 
 
 def parse_segment(segment: bytes) -> tuple[int, int, int, int, int, int] | None:

@@ -3,11 +3,12 @@
 # members instead of by attribute lookup.
 
 cdef class Half:
-    cdef public object base, isn, pos, starts, pending, pending_bytes, fin_pos, tail, strays
+    cdef public object base, isn, pos, starts, pending, pending_bytes, fin_pos, tail, strays, front, front_ts
 
 
 cdef class Conn:
     cdef public object conn_key, addr, first_ts_us, state, halves, last_ts_us
+    cdef public object retransmissions, out_of_order, resets, zero_windows, syn_ts_us, handshake_rtt_us
     cdef public bint syn_seen, opened, closed, ignored
 
 

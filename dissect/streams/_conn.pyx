@@ -15,6 +15,8 @@ cdef class Half:
         self.pending_bytes = 0
         self.tail = b""
         self.strays = 0  # consecutive segments out of the window
+        self.front = 0  # the stream position past the furthest byte seen, when a piece came ahead (else pos is)
+        self.front_ts = 0  # when the front last moved on that way
 
 
 cdef class Conn:
@@ -27,6 +29,7 @@ cdef class Conn:
         self.first_ts_us = ts_us
         self.halves = (Half(), Half())
         self.last_ts_us = ts_us
+        self.retransmissions = self.out_of_order = self.resets = self.zero_windows = 0  # reassembly.Conn says which
 
     def __repr__(self):
         return f"Conn({self.addr[0]} -> {self.addr[1]}, syn_seen={self.syn_seen})"

@@ -23,6 +23,7 @@ from kafkatap.dissect.packets.arrays import distinct
 from kafkatap.dissect.packets.files import first_ts_us, open_capture
 from kafkatap.dissect.packets.pcap import CHUNK_SIZE, Anomaly, CaptureFormatError, Chunk, PcapReader
 from kafkatap.dissect.packets.pcapng import PcapngReader
+from kafkatap.dissect.streams.analysis import analyse
 from kafkatap.dissect.streams.reassembly import Conn, Reassembler, StreamSink, Where
 from kafkatap.dissect.streams.workers import owners
 
@@ -245,6 +246,7 @@ class Driver:
             self.segments_mixed(c, segments, which(fr.SLOW), f.slow_l3, pure_acks, at)
         else:
             self.deliver(self.reasm, c.buf, at.base, at.end(n), segments, pure_acks)
+        analyse(self.reasm, segments, acks)
 
     def own(self, cols: fr.Segments) -> fr.Segments:
         """The segments of the connections this worker follows."""
@@ -280,7 +282,7 @@ class Driver:
         buf = c.buf
         items = [(i, ts, (shi, slo, dhi, dlo, ports), seq, ack, flags, buf[po:po + pl], miss)
                  for i, ts, shi, slo, dhi, dlo, ports, seq, ack, flags, po, pl, miss
-                 in zip(*(col.tolist() for col in cols))]
+                 in zip(*(col.tolist() for col in cols.placed()))]
         for i, l3_i in zip(slow.tolist(), l3.tolist()):
             ts = int(c.ts_us[i])
             r = ip.parse_slow(buf, l3_i, int(c.off[i] + c.caplen[i]), int(c.off[i] + c.origlen[i]), ts, self.frags)
@@ -343,7 +345,8 @@ def deliver(reasm: Reassembler, buf: bytes, index0: int, frames: int, cols: fr.S
     the pure ACKs between them while some stream has a hole."""
     segment = reasm.segment
     last = -1
-    for i, ts, shi, slo, dhi, dlo, ports, seq, ack, flags, po, pl, miss in zip(*(col.tolist() for col in cols)):
+    for i, ts, shi, slo, dhi, dlo, ports, seq, ack, flags, po, pl, miss in zip(*(col.tolist() for col in
+                                                                              cols.placed())):
         if reasm.pending_total:
             acks.feed(last, i)
         segment(index0 + i, ts, (shi, slo, dhi, dlo, ports), seq, ack, flags, buf[po:po + pl], miss)

@@ -24,6 +24,7 @@ IDLE_TIMEOUT_US = 900_000_000  # an open connection silent this long (capture ti
 LINGER_US = 60_000_000  # a closed connection's key stays known this long, so stray late packets are not a new one
 WINDOW = 1 << 30  # TCP's largest window (65535 << 14): data further from the expected byte is not of this stream...
 RESYNC_AFTER = 3  # ...unless this many such segments come in a row: the capture lost that much, follow the stream
+OUT_OF_ORDER_US = 3000  # a hole filled sooner than this after the furthest segment is reordering (tshark's default)
 
 
 class Where(NamedTuple):
@@ -35,10 +36,15 @@ class Where(NamedTuple):
 
 
 class Conn:
-    """One TCP connection. Side 0 is the SYN sender (client) when syn_seen, else the sender of the first packet."""
+    """One TCP connection. Side 0 is the SYN sender (client) when syn_seen, else the sender of the first packet.
+
+    Its TCP analysis counts follow tshark's `tcp.analysis` flags (analysis.py): retransmissions and out_of_order
+    (segments with payload, counted here), resets, zero_windows, and handshake_rtt_us (SYN to the client's ACK of the
+    SYN-ACK, as `tcp.analysis.initial_rtt`; None without both)."""
 
     __slots__ = ("conn_key", "addr", "syn_seen", "first_ts_us", "state", "halves", "opened", "closed", "ignored",
-                 "last_ts_us")
+                 "last_ts_us", "retransmissions", "out_of_order", "resets", "zero_windows", "syn_ts_us",
+                 "handshake_rtt_us")
 
     def __init__(self, conn_key: tuple, addr: tuple, syn_seen: bool, ts_us: int) -> None:
         self.conn_key = conn_key
@@ -51,6 +57,9 @@ class Conn:
         self.closed = False
         self.ignored = False  # the sink asked to stop tracking it
         self.last_ts_us = ts_us
+        self.retransmissions = self.out_of_order = self.resets = self.zero_windows = 0
+        self.syn_ts_us: int | None = None  # the client's first SYN
+        self.handshake_rtt_us: int | None = None
 
     def __repr__(self) -> str:
         return f"Conn({self.addr[0]} -> {self.addr[1]}, syn_seen={self.syn_seen})"
@@ -61,6 +70,7 @@ class StreamSink(Protocol):
     def on_data(self, conn: Conn, side: int, ts_us: int, data: bytes, where: Where) -> bool: ...
     def on_gap(self, conn: Conn, side: int, ts_us: int, nbytes: int, where: Where) -> None: ...
     def on_close(self, conn: Conn, ts_us: int, reason: str, where: Where) -> None: ...
+    def on_forget(self, conn: Conn) -> None: ...
     def on_anomaly(self, kind: str, detail: str, where: Where, nbytes: int, conn: Conn | None,
                    side: int | None) -> None: ...
 
@@ -68,7 +78,8 @@ class StreamSink(Protocol):
 class _Half:
     """One direction: stream position `pos` sits at sequence number (base + pos) mod 2**32."""
 
-    __slots__ = ("base", "isn", "pos", "starts", "pending", "pending_bytes", "fin_pos", "tail", "strays")
+    __slots__ = ("base", "isn", "pos", "starts", "pending", "pending_bytes", "fin_pos", "tail", "strays", "front",
+                 "front_ts")
 
     def __init__(self) -> None:
         self.base: int | None = None
@@ -80,6 +91,8 @@ class _Half:
         self.fin_pos: int | None = None
         self.tail = b""
         self.strays = 0  # consecutive segments out of the window
+        self.front = 0  # the stream position past the furthest byte seen, when a piece came ahead (else pos is)
+        self.front_ts = 0  # when the front last moved on that way
 
 
 _compiled = native.extension("kafkatap.dissect.streams._conn")
@@ -89,6 +102,15 @@ if native.compiled and _compiled is not None:  # their compiled twins, whose fie
 
 def _len(piece: bytes | int) -> int:
     return piece if isinstance(piece, int) else len(piece)
+
+
+def _held(half: _Half, start: int, end: int) -> bool:
+    """Whether a pending piece overlaps stream positions [start, end)."""
+    starts = half.starts
+    j = bisect_right(starts, start) - 1
+    if j >= 0 and starts[j] + _len(half.pending[starts[j]]) > start:
+        return True
+    return j + 1 < len(starts) and starts[j + 1] < end
 
 
 Report = Callable[[str, str, Where, int, "Conn | None", "int | None"], None]
@@ -272,6 +294,9 @@ class Reassembler(_Ordering):
         self.linger_us = linger_us
         self.keys: dict[tuple, tuple[Conn, int]] = {}  # directional key -> (connection, side sending with that key)
         self.conns: dict[tuple, Conn] = {}  # conn_key -> connection
+        self.handshakes: dict[tuple, tuple[Conn, int, int]] = {}
+        """conn_key -> (connection, the ACK number that completes its handshake, time of the SYN-ACK), from the
+        SYN-ACK until analysis.py finds the client's ACK: the handshake RTT."""
 
     def segment(self, idx: int, ts: int, key: tuple, seq: int, ack: int, flags: int, payload: bytes,
                 missing: int) -> None:
@@ -293,6 +318,8 @@ class Reassembler(_Ordering):
                 return
             found = self._new(key, ts, flags)
         conn, side = found
+        if flags & RST:
+            conn.resets += 1
         if conn.closed or conn.ignored:
             self._skip("ignored_connection" if conn.ignored else "after_close", len(payload))
             return
@@ -306,6 +333,10 @@ class Reassembler(_Ordering):
             if half.isn is None:
                 half.isn = seq
                 half.base = (seq + 1) % MOD
+                if side == 0 and not flags & ACK:
+                    conn.syn_ts_us = ts
+                elif side == 1 and conn.syn_ts_us is not None:
+                    self.handshakes[conn.conn_key] = (conn, (seq + 1) % MOD, ts)
             seq = (seq + 1) % MOD
         elif half.base is None:
             half.base = seq
@@ -332,6 +363,7 @@ class Reassembler(_Ordering):
             if rel == -1 and len(payload) <= 1 and not missing and not flags & (SYN | FIN):
                 self._skip("keepalive", len(payload))  # keep-alive probe: one old byte (or none)
             else:
+                self._order(conn, half, start, len(payload) + missing, ts)
                 self._data(conn, side, half, start, payload, missing, ts, idx)
                 if self.pending_total > self.max_total:
                     self._relieve(ts, idx)
@@ -344,6 +376,23 @@ class Reassembler(_Ordering):
                 half.fin_pos = start + len(payload) + missing
             if conn.halves[1 - side].fin_pos is not None:
                 self._close(conn, ts, idx, "fin")
+
+    def _order(self, conn: Conn, half: _Half, start: int, nbytes: int, ts: int) -> None:
+        """Count a segment that lands behind the furthest byte seen, as tshark's `tcp.analysis` does: bytes seen
+        before make it a retransmission; new bytes (a hole filled) are out of order if they came within the
+        handshake RTT (OUT_OF_ORDER_US without one) of the segment that went furthest, else a retransmission of a
+        segment lost before the capture point."""
+        front = max(half.front, half.pos)
+        end = start + nbytes
+        if start < front:
+            if start < half.pos or _held(half, start, end):
+                conn.retransmissions += 1
+            elif end != front and ts - half.front_ts < (conn.handshake_rtt_us or OUT_OF_ORDER_US):
+                conn.out_of_order += 1
+            else:
+                conn.retransmissions += 1
+        if end > front:
+            half.front, half.front_ts = end, ts
 
     def _new(self, key: tuple, ts: int, flags: int) -> tuple[Conn, int]:
         rkey = (key[2], key[3], key[0], key[1], (key[4] & 0xFFFF) << 16 | key[4] >> 16)
@@ -369,6 +418,9 @@ class Reassembler(_Ordering):
     def _forget(self, conn: Conn, ts: int, idx: int, reason: str) -> None:
         self._close(conn, ts, idx, reason)
         ckey = conn.conn_key
+        self.handshakes.pop(ckey, None)
+        if conn.opened:
+            self.sink.on_forget(conn)
         self.conns.pop(ckey, None)
         self.keys.pop(ckey, None)
         self.keys.pop((ckey[2], ckey[3], ckey[0], ckey[1], (ckey[4] & 0xFFFF) << 16 | ckey[4] >> 16), None)

@@ -124,7 +124,8 @@ def frame(RowsFields rows not None, ConnState st not None, Request req not None,
         req.api_version, req.correlation_id, req.client_id, req.size, resp.size, code,
         _error_name(code) if code is not None else None, "ok", entities[0], entities[1], entities[2], entities[3],
         entities[4], entities[5], entities[6], entities[7], entities[8], entities[9], entities[10], topics,
-        rf.get("throttle_time_ms"), None, request_json, response_json, st.tls_version),
+        rf.get("throttle_time_ms"), None, request_json, response_json, st.tls_version, req.capture_file, req.packet,
+        resp.capture_file, resp.packet),
         len(request_json) + len(response_json))
 
 

@@ -18,7 +18,7 @@ from kafkatap.dissect.kafka.state import DIRECTIONS, REQUEST, RESPONSE, ConnStat
 from kafkatap.dissect.kafka.topics import TopicNames
 from kafkatap.dissect.protocol import api_name, error_name
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
-from kafkatap.dissect.streams.reassembly import Where
+from kafkatap.dissect.streams.reassembly import Conn, Where
 from kafkatap.dissect.tables import batches as bt
 from kafkatap.dissect.tables.batches import Problem
 from kafkatap.dissect.tables.writer import Output
@@ -45,6 +45,7 @@ class Rows(_Base):  # type: ignore[valid-type, misc]
         self.batches = out["batches"]
         self.share = out["share"]
         self.anomalies = out["anomalies"]
+        self.connections = out["connections"]
         self.records = out["records"] if records else None
         self.messages: dict[str, int] = {}
         self.statuses: dict[str, int] = {}
@@ -65,15 +66,16 @@ class Rows(_Base):  # type: ignore[valid-type, misc]
             self.batches.extend(self.batch_rows(head + (topic, topic_id, partition), batches,
                                                 (None, None, assigned, err), problem))
 
-    def response_only(self, st: ConnState, ts: int, size: int, correlation_id: int) -> None:
+    def response_only(self, st: ConnState, at: Where, size: int, correlation_id: int) -> None:
         """A response whose request the capture does not hold: its api is unknown, so it stays undecoded."""
         self.messages["unknown"] = self.messages.get("unknown", 0) + 1
         self.statuses["unpaired_response"] = self.statuses.get("unpaired_response", 0) + 1
+        capture_file, packet_index, ts = at
         self.frames.add((
             st.conn_id, st.client_addr, st.broker_addr, None, ts, None, None, "unknown", None, correlation_id, None,
             None, size, None, None, "unpaired_response", None, None, None, None, None, None, None, None, None, None,
             None, None, None, "request not captured: api unknown, response kept raw (not decoded)", None, None,
-            st.tls_version,
+            st.tls_version, None, None, capture_file, packet_index + 1,
         ))
 
     def topic_list(self, qfound: Any, rfound: Any) -> tuple[str, ...] | None:
@@ -153,6 +155,12 @@ class Rows(_Base):  # type: ignore[valid-type, misc]
                 errors.get((topic_id, partition)),
             ))
 
+    def connection(self, conn: Conn, conn_id: str, client_addr: str, broker_addr: str, closed_by: str) -> None:
+        self.connections.add((
+            conn_id, client_addr, broker_addr, conn.first_ts_us, closed_by, conn.handshake_rtt_us,
+            conn.retransmissions, conn.out_of_order, conn.resets, conn.zero_windows,
+        ))
+
     def anomaly(self, kind: str, detail: str, where: Where, conn_id: str | None, direction: int | None,
                 offset: int | None, nbytes: int, api_key: int | None = None,
                 correlation_id: int | None = None) -> None:
@@ -196,9 +204,10 @@ def frame(rows: Rows, st: ConnState, req: Request, resp: Response | None, where:
     rows.messages[name] = rows.messages.get(name, 0) + 1
     qbody = req.body
     if resp is None:
-        rbody = resp_ts = latency = resp_size = resp_error = None
+        rbody = resp_ts = latency = resp_size = resp_error = resp_file = resp_packet = None
     else:
         rbody, resp_ts, resp_size, resp_error = resp.body, resp.ts, resp.size, resp.error
+        resp_file, resp_packet = resp.capture_file, resp.packet
         latency = resp_ts - req.ts
     if req.produce is not None:
         rows.produce_batches(st, req, rbody, rows._problem(st, REQUEST if resp is None else RESPONSE, req, where))
@@ -233,7 +242,7 @@ def frame(rows: Rows, st: ConnState, req: Request, resp: Response | None, where:
         req.correlation_id, req.client_id, req.size, resp_size, code, error, status,
     ) + (_entities(qf, rf) if qf or len(rf) > ("throttle_time_ms" in rf) + ("error_code" in rf) else _NONE) + (
         rows.topic_list(qfound, rfound), rf.get("throttle_time_ms"), errors, request_json, response_json,
-        st.tls_version,
+        st.tls_version, req.capture_file, req.packet, resp_file, resp_packet,
     ), len(request_json or "") + len(response_json or ""))
 
 

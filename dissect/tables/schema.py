@@ -71,6 +71,16 @@ FRAMES = table(
     column("response_json", pa.string(), "The full decoded response as JSON, in the same form as `request_json`."),
     column("tls", pa.string(), "TLS version of a connection decrypted with `--tls-keylog` (`TLS 1.2`, `TLS 1.3`); "
            "null in the clear."),
+    column("request_file", pa.string(), "Capture file holding the packet `request_packet` (as given to `dissect`); "
+           "null when the request was not captured."),
+    column("request_packet", pa.int64(), "Number of the packet that carried the request's first byte, counted from 1 "
+           "in `request_file` as Wireshark's `frame.number`: the packet of `ts_request`. Wireshark shows a message "
+           "that spans segments on the packet of its last segment, whose `tcp.segment` list starts with this one. "
+           "Over TLS, the packet completing the record that carries the first byte."),
+    column("response_file", pa.string(), "Capture file holding the packet `response_packet` (a ring's next file when "
+           "the response crossed into it); null without a response."),
+    column("response_packet", pa.int64(), "Number of the packet that carried the response's first byte, as "
+           "`request_packet`: the packet of `ts_response`."),
 )
 
 BATCHES = table(
@@ -167,12 +177,39 @@ ANOMALIES = table(
     column("correlation_id", pa.int32(), "Correlation id involved, where known."),
 )
 
+CONNECTIONS = table(
+    "One row per Kafka connection (a TLS one included), with tshark's TCP analysis counts. Counted until the capture "
+    "forgets the connection (a minute of capture time after it closes, or its end), so a reset after the FINs "
+    "counts; bytes are only analysed until it closes.",
+    *_CONN,
+    column("first_seen", TS, "Time of its first packet (the SYN when the capture holds it)."),
+    column("closed_by", pa.string(), "`fin` (both sides), `rst`, `idle_timeout`, `port_reuse` (a new SYN on its "
+           "ports) or `end_of_capture`."),
+    column("handshake_rtt_us", pa.int64(), "Client's SYN to its ACK of the SYN-ACK, in microseconds, as tshark's "
+           "`tcp.analysis.initial_rtt`: the whole round trip wherever the capture was taken. Null when the capture "
+           "lacks the SYN, the SYN-ACK or that ACK."),
+    column("retransmissions", pa.int64(), "Segments with payload behind the furthest byte seen that carry bytes seen "
+           "before, or fill a hole later than the handshake RTT (3 ms without one) after the furthest segment, as "
+           "tshark's `tcp.analysis.retransmission` (a segment lost before the capture point, sent again). Keep-alives "
+           "are not counted, nor retransmitted SYNs and FINs without payload."),
+    column("out_of_order", pa.int64(), "Segments with payload that fill a hole sooner than that, as tshark's "
+           "`tcp.analysis.out_of_order` (reordered on the way; those before the first SYN-ACK is answered use 3 ms)."),
+    column("resets", pa.int64(), "Segments with RST, from either side."),
+    column("zero_windows", pa.int64(), "Segments advertising a zero receive window (without SYN, FIN or RST), from "
+           "either side, as tshark's `tcp.analysis.zero_window`: the receiver could take no more data. Those before "
+           "the connection's first segment with payload, SYN, FIN or RST are not seen."),
+)
+
+TCP_COUNTS = ("handshake_rtt_us", "retransmissions", "out_of_order", "resets", "zero_windows")
+"""The columns of CONNECTIONS the report's sessions/connections carries on (with their documentation)."""
+
 TABLES: dict[str, pa.Schema] = {
     "frames": FRAMES,
     "batches": BATCHES,
     "records": RECORDS,
     "share": SHARE,
     "anomalies": ANOMALIES,
+    "connections": CONNECTIONS,
 }
 
 

@@ -5,7 +5,9 @@ it: a group member that went silent for longer than its session timeout (the coo
 left, a static member whose instance id another member took over, a member that missed the rebalance to the group's
 current generation; a producer whose transactional id a second instance initialised. For classic groups the
 generation the member is compared with is the group's (the latest one the coordinator handed to any member), not
-the member's own join.
+the member's own join. For KIP-848 groups the member's own epoch stays the comparison, and the group's epoch beside
+it is the highest member epoch the coordinator handed to any member of the group by then: heartbeat responses carry
+no group epoch, and a member's epoch reaches the group's once it has reconciled, so that is what the wire proves.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from kafkatap.pipelines.transforms.members import (
 )
 
 CAUSE = ["cause", "last_ok_ts", "silent_s", "session_timeout_ms", "heartbeat_interval_ms", "group_generation",
-         "explanation"]
+         "group_epoch", "explanation"]
 MEMBER_KINDS = ["classic_group", "consumer_group"]
 
 
@@ -54,11 +56,12 @@ def _member_facts(rows: DataFrame, frames: DataFrame) -> DataFrame:
     return _on_rows(facts, took, "full")
 
 
-def _group_generations(rows: DataFrame, handed: DataFrame) -> DataFrame:
-    """Per classic fencing row: the group's latest generation handed to any member at or before it, and where."""
-    r = rows.where(F.col("kind") == "classic_group").alias("r")
-    joins = handed.where(F.col("kind") == "classic_group").alias("h")
-    pairs = r.join(joins, (F.col("h.group_id") == F.col("r.group_id")) & (F.col("h.ts") <= F.col("r.ts")))
+def _group_epochs(rows: DataFrame, handed: DataFrame) -> DataFrame:
+    """Per group member fencing row: the latest epoch the coordinator handed to any member of its group at or before
+    it (a classic group's generation, a KIP-848 group's epoch as far as the wire shows it), and where."""
+    r = rows.where(F.col("kind").isin(MEMBER_KINDS)).alias("r")
+    same_group = (F.col("h.kind") == F.col("r.kind")) & (F.col("h.group_id") == F.col("r.group_id"))
+    pairs = r.join(handed.alias("h"), same_group & (F.col("h.ts") <= F.col("r.ts")))
     # response_source names the correlation id and connection unqualified: the handed side's, under those names
     pairs = pairs.select(*[F.col(f"r.{c}").alias(c) for c in ROW_KEY], F.col("h.epoch").alias("h_epoch"),
                          F.col("h.ts").alias("h_ts"), F.col("h.api_name").alias("h_api"),
@@ -100,6 +103,8 @@ def _explanation(silent: Column) -> Column:
             F.lit(" s after "), _at(F.col("last_ok_ts")), F.lit(", "), limit, F.lit(": the coordinator removed it"),
             F.when(F.col("group_generation").isNotNull(), F.concat(
                 F.lit(" and the group went on to generation "), F.col("group_generation").cast("string")))
+            .when(F.col("group_epoch").isNotNull(), F.concat(
+                F.lit(" and the group went on to epoch "), F.col("group_epoch").cast("string")))
             .otherwise(F.lit("")), F.lit("; "), refused, F.lit(".")))
         .when(F.col("cause") == "left", F.concat(who, F.lit(" had left the group; "), refused, F.lit(".")))
         .when(F.col("cause") == "replaced", F.concat(
@@ -113,8 +118,10 @@ def _explanation(silent: Column) -> Column:
             F.lit(": it missed a rebalance; "), refused, F.lit(".")))
         .when(F.col("cause") == "stale_epoch", F.concat(
             who, F.lit(" used epoch "), F.col("stale_epoch").cast("string"),
-            F.lit(" after the coordinator had handed it "), F.col("current_epoch").cast("string"), F.lit("; "),
-            refused, F.lit(".")))
+            F.lit(" after the coordinator had handed it "), F.col("current_epoch").cast("string"),
+            F.when(F.col("group_epoch").isNotNull(), F.concat(
+                F.lit(" (the group at epoch "), F.col("group_epoch").cast("string"), F.lit(")"))).otherwise(F.lit("")),
+            F.lit("; "), refused, F.lit(".")))
         .when(F.col("cause") == "new_instance", F.concat(
             F.lit("Producer "), F.coalesce(F.col("transactional_id"), F.col("producer_id").cast("string")),
             F.lit(" ("), F.coalesce(F.col("client_id"), F.lit("?")), F.lit(") used epoch "),
@@ -138,13 +145,15 @@ def _explanation(silent: Column) -> Column:
 
 def with_causes(rows: DataFrame, frames: DataFrame, handed: DataFrame) -> DataFrame:
     """Add CAUSE to fencing rows (`fenced_epochs` before its final select); classic members' `current_epoch` becomes
-    the group's generation where that is newer than the member's own."""
+    the group's generation where that is newer than the member's own; KIP-848 rows keep the member's own epoch and
+    gain the group's."""
     facts = _member_facts(rows, frames)
-    generations = _group_generations(rows, handed)
-    out = (_on_rows(_on_rows(rows, facts, "left"), generations, "left")
-           .withColumn("group_generation", F.col("generation.epoch"))
+    classic = F.col("kind") == "classic_group"
+    out = (_on_rows(_on_rows(rows, facts, "left"), _group_epochs(rows, handed), "left")
+           .withColumn("group_generation", F.when(classic, F.col("generation.epoch")))
+           .withColumn("group_epoch", F.when(F.col("kind") == "consumer_group", F.col("generation.epoch")))
            .withColumn("current_epoch_source", F.when(
-               F.col("generation.epoch") > F.coalesce(F.col("current_epoch"), F.lit(-1)), F.col("generation.source"))
+               F.col("group_generation") > F.coalesce(F.col("current_epoch"), F.lit(-1)), F.col("generation.source"))
                .otherwise(F.col("current_epoch_source")))
            .withColumn("current_epoch", F.greatest("current_epoch", "group_generation")))
     member = F.col("kind").isin(MEMBER_KINDS)
@@ -157,8 +166,7 @@ def with_causes(rows: DataFrame, frames: DataFrame, handed: DataFrame) -> DataFr
              .when(member & F.col("left_ts").isNotNull() & (F.col("left_ts") >= F.coalesce("last_ok_ts", "left_ts")),
                    "left")
              .when(member & expired, "session_timeout")
-             .when((F.col("kind") == "classic_group") & (F.col("stale_epoch") < F.col("group_generation")),
-                   "new_generation")
+             .when(classic & (F.col("stale_epoch") < F.col("group_generation")), "new_generation")
              .when(member & (F.col("stale_epoch") < F.col("current_epoch")), "stale_epoch")
              .when((F.col("kind") == "producer") & F.col("fenced_by_ts").isNotNull(), "new_instance"))
     return (out.withColumn("silent_s", F.when(member, silent)).withColumn("cause", cause)

@@ -1,14 +1,17 @@
-"""sessions/connections: what each TCP connection carried."""
+"""sessions/connections: what each TCP connection carried, and the TCP analysis counts the dissector made of it."""
 
 from __future__ import annotations
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from kafkatap.dissect.tables.schema import TCP_COUNTS
 from kafkatap.pipelines.transforms.common import with_client_host
 
 
-def connections(frames: DataFrame) -> DataFrame:
+def connections(frames: DataFrame, tcp: DataFrame) -> DataFrame:
+    """frames: the dissector's frames/; tcp: its connections/ (empty for an output written before it had one: the
+    counts are then null)."""
     per_api = (frames.groupBy("conn_id", "api_name").agg(F.count(F.lit(1)).alias("n"))
                .groupBy("conn_id").agg(F.map_from_entries(F.collect_list(F.struct(
                    F.coalesce("api_name", F.lit("unknown")), "n"))).alias("requests_by_api")))
@@ -32,4 +35,5 @@ def connections(frames: DataFrame) -> DataFrame:
         F.percentile_approx(latency, 0.99).alias("latency_p99_us"),
     )
     return (with_client_host(totals).join(per_client, "conn_id", "left").join(per_api, "conn_id", "left")
+            .join(tcp.select("conn_id", *TCP_COUNTS), "conn_id", "left")
             .withColumn("client_ids", F.coalesce("client_ids", F.array().cast("array<string>"))))

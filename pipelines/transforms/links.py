@@ -47,11 +47,14 @@ def link_deliveries(deliveries: DataFrame, spans: DataFrame) -> DataFrame:
     """Add group_id / member_id / link to each delivery (a row with `delivery_id`, client_id, client_host, ts),
     matching members alive at the delivery's time."""
     s = spans.alias("s")
-    cand = deliveries.alias("d").join(
+    # Only deliveries some member fits are grouped (an inner join of their narrow rows): the rest are unlinked.
+    narrow = deliveries.select("delivery_id", "client_id", "client_host", "ts").alias("d")
+    cand = narrow.join(
         s, (F.col("d.client_id") == F.col("s.client_id")) & (F.col("d.client_host") == F.col("s.client_host"))
-        & (F.col("s.span_start") <= F.col("d.ts")) & (F.col("s.span_end") >= F.col("d.ts")), "left")
+        & (F.col("s.span_start") <= F.col("d.ts")) & (F.col("s.span_end") >= F.col("d.ts")))
     links = cand.groupBy("d.delivery_id").agg(
-        F.collect_set(F.when(F.col("s.member_id").isNotNull(), F.concat_ws("/", "s.group_id", "s.member_id"))).alias("candidates"),
+        F.collect_set(F.when(F.col("s.member_id").isNotNull(), F.concat_ws("/", "s.group_id", "s.member_id")))
+        .alias("candidates"),
         F.collect_set("s.group_id").alias("groups"),
         F.collect_set("s.member_id").alias("members"))
     n = F.size("candidates")
@@ -60,4 +63,5 @@ def link_deliveries(deliveries: DataFrame, spans: DataFrame) -> DataFrame:
         F.when(n == 0, "unlinked").when(n == 1, "linked").otherwise("ambiguous").alias("link"),
         F.when(F.size("groups") == 1, F.get("groups", 0)).alias("group_id"),
         F.when(n == 1, F.get("members", 0)).alias("member_id"))
-    return deliveries.join(links, "delivery_id", "left")
+    return (deliveries.join(links, "delivery_id", "left")
+            .withColumn("link", F.coalesce(F.col("link"), F.lit("unlinked"))))

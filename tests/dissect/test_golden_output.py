@@ -2,10 +2,10 @@
 row for row and value for value.
 
 tests/data/dissect_golden_output.json holds, per sample (keyed by the sample file's sha256), the row count and a
-sha256 of the content of every table (frames, batches, records with payloads, share, anomalies) and of summary.json
-(minus the file paths). It was generated from the engine before the chatty-path optimisation and checked against the
-samples' ground truth by tests/dissect/test_samples.py. A sample that was re-recorded since has another sha256 and
-fails: after checking the new output is right (tests/dissect/test_samples.py), regenerate the fixture with
+sha256 of the content of every table (frames, batches, records with payloads, share, anomalies, connections) and
+of summary.json (minus the file paths). It was generated from the engine before the chatty-path optimisation and
+checked against the samples' ground truth by tests/dissect/test_samples.py. A sample that was re-recorded since has
+another sha256 and fails: after checking the new output is right (tests/dissect/test_samples.py), regenerate the fixture with
 
     python -m tests.dissect.test_golden_output --regenerate
 """
@@ -25,7 +25,7 @@ from tests.support.paths import DATA, ROOT, SAMPLES
 
 FIXTURE = DATA / "dissect_golden_output.json"
 REGENERATE = f"python -m {__name__} --regenerate"  # the module's name under pytest
-TABLES = ("frames", "batches", "records", "share", "anomalies")
+TABLES = ("frames", "batches", "records", "share", "anomalies", "connections")
 
 pytestmark = pytest.mark.slow
 
@@ -47,9 +47,10 @@ def digest(paths: list[Path], out: Path, ports: list[int]) -> dict:
     for table in TABLES:
         data = pq.read_table(out / table)
         rows = data.to_pylist()
-        for row in rows:  # the anomalies' capture file path depends on where the repository is
-            if row.get("capture_file"):
-                row["capture_file"] = Path(row["capture_file"]).name
+        for row in rows:  # the capture file paths (anomalies, frames) depend on where the repository is
+            for column in ("capture_file", "request_file", "response_file"):
+                if row.get(column):
+                    row[column] = Path(row[column]).name
         rows = json.dumps(rows, default=repr).encode()
         result[table] = {"rows": data.num_rows, "sha256": hashlib.sha256(rows).hexdigest()}
     summary.pop("files")  # paths, like the capture_file column

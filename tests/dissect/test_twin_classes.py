@@ -24,7 +24,7 @@ from kafkatap.dissect.kafka.extract import Found
 from kafkatap.dissect.kafka.framing import Framer
 from kafkatap.dissect.kafka.plausible import RequestSync
 from kafkatap.dissect.kafka.state import ConnState, Request, Response
-from kafkatap.dissect.streams.reassembly import Conn
+from kafkatap.dissect.streams.reassembly import Conn, Where
 
 def fields(obj, names):
     return {name: repr(getattr(obj, name)) for name in names}
@@ -42,12 +42,15 @@ account.skipped(1, "tls", 5)
 framer = Framer(RequestSync(), print, anchored=True)
 print(json.dumps({
     "Conn": fields(conn, ("conn_key", "addr", "syn_seen", "first_ts_us", "state", "opened", "closed", "ignored",
-                          "last_ts_us")) | {"repr": repr(conn), "halves": len(conn.halves)},
+                          "last_ts_us", "retransmissions", "out_of_order", "resets", "zero_windows", "syn_ts_us",
+                          "handshake_rtt_us")) | {"repr": repr(conn), "halves": len(conn.halves)},
     "Half": fields(conn.halves[0], ("base", "isn", "pos", "starts", "pending", "pending_bytes", "fin_pos", "tail",
-                                    "strays")),
-    "Request": fields(Request(7, 1700000000000001, 120, 0, 9, 42), ("seq", "ts", "size", "api_key", "api_version",
-                      "correlation_id", "client_id", "body", "error", "known", "produce")),
-    "Response": fields(Response(1700000000000002, 80), ("ts", "size", "body", "error")),
+                                    "strays", "front", "front_ts")),
+    "Request": fields(Request(7, Where("f.pcap", 3, 1700000000000001), 120, 0, 9, 42), ("seq", "ts", "capture_file",
+                      "packet", "size", "api_key", "api_version", "correlation_id", "client_id", "body", "error",
+                      "known", "produce")),
+    "Response": fields(Response(Where("f.pcap", 4, 1700000000000002), 80), ("ts", "capture_file", "packet", "size",
+                       "body", "error")),
     "ConnState": fields(st, ("conn_id", "client_addr", "broker_addr", "client_side", "kind", "framers", "skips",
                              "seq", "probe", "probe_bytes", "tls", "tls_version"))
                  | {name: type(getattr(st, name)).__name__ for name in ("req_sync", "resp_sync", "inflight",
@@ -55,8 +58,8 @@ print(json.dumps({
     "Found": fields(Found(), ("fields", "topics", "topic_ids", "id_names", "first_error", "has_error")),
     "Account": {"balances": [account.balance(0), account.balance(1)], "tls": account.total("tls"),
                 "resync": account.total("resync")},
-    "Framer": fields(framer, ("buf", "buf_ts", "offset", "synced", "anchored", "skip", "skip_reason", "need"))
-              | {"frames": repr(framer.feed(5, b"\\0\\0\\0\\x0c" + bytes(12), None))},
+    "Framer": fields(framer, ("buf", "buf_at", "marks", "offset", "synced", "anchored", "skip", "skip_reason", "need"))
+              | {"frames": repr(framer.feed(b"\\0\\0\\0\\x0c" + bytes(12), Where("f.pcap", 5, 5)))},
 }))
 """
 
@@ -86,8 +89,9 @@ def test_twins_are_the_classes_the_dissector_uses() -> None:
 
 def test_fields_behave_as_python_attributes() -> None:
     from kafkatap.dissect.kafka.state import Request
+    from kafkatap.dissect.streams.reassembly import Where
 
-    req = Request(1, 2, 3, 0, 9, 42)
+    req = Request(1, Where("f.pcap", 1, 2), 3, 0, 9, 42)
     req.known = False
     req.produce = [("t", None, 0, [])]
     req.error = "decode_error"
@@ -96,6 +100,8 @@ def test_fields_behave_as_python_attributes() -> None:
         req.not_a_field = 1  # no __dict__, as with the pure classes' __slots__
     with pytest.raises(TypeError):
         req.api_key = None  # an int16 on the wire: the twin keeps it as a C int
+    with pytest.raises(TypeError):
+        req.packet = None  # the packet number: a C int64 beside the timestamp
 
 
 def test_compiled_functions_called_in_c_refuse_none_from_python() -> None:

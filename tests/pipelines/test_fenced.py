@@ -258,6 +258,27 @@ def test_a_kip848_member_silent_for_its_heartbeats_and_a_fenced_producer_are_exp
         "refused PRODUCER_FENCED.")
 
 
+def test_a_kip848_fencing_names_the_group_epoch_beside_the_member_epoch(spark):
+    """The member's own epoch stays the comparison; the group's is the highest epoch handed to any member."""
+    def hb(ts, member, epoch, answered=None, **values):
+        response = {"member_id": member, "member_epoch": answered, "heartbeat_interval_ms": 1000} if answered else {}
+        return frame(CGH, "ConsumerGroupHeartbeat", ts, correlation_id=int(ts * 10), group_id="g", member_id=member,
+                     member_epoch=epoch, response_member_epoch=answered, response=response, **values)
+
+    silent = [hb(1, "m1", 0, 3), hb(2, "m1", 3, 3), hb(3, "m2", 0, 4), hb(4, "m2", 4, 5), hb(8.5, "m2", 5, 5),
+              hb(9, "m1", 3, None, error_code=25, error_name="UNKNOWN_MEMBER_ID")]
+    (r,) = run(spark, silent)
+    assert (r["cause"], r["stale_epoch"], r["current_epoch"], r["group_epoch"], r["group_generation"]) == (
+        "session_timeout", 3, 3, 5, None)
+    assert "the coordinator removed it and the group went on to epoch 5; its ConsumerGroupHeartbeat" in \
+        r["explanation"]
+    stale = [hb(1, "m1", 0, 3), hb(2, "m1", 3, 4), hb(2.5, "m2", 0, 6),
+             hb(3, "m1", 3, None, error_code=110, error_name="FENCED_MEMBER_EPOCH")]
+    (r,) = [r for r in run(spark, stale) if not r["inferred"]]
+    assert (r["cause"], r["stale_epoch"], r["current_epoch"], r["group_epoch"]) == ("stale_epoch", 3, 4, 6)
+    assert "used epoch 3 after the coordinator had handed it 4 (the group at epoch 6); its" in r["explanation"]
+
+
 def test_a_refusal_the_capture_does_not_explain_says_so(spark):
     """The epoch the member used is the one handed to it (the broker moved on out of sight, or the error was
     injected, as the day_in_the_life sample's mock does): no cause, and a sentence saying what is not shown."""

@@ -12,6 +12,8 @@ from kafkatap.pipelines.intermediates import (
 )
 from kafkatap.pipelines.report import JOBS, with_needs
 
+pytestmark = pytest.mark.own_run
+
 calls: list[int] = []
 
 

@@ -26,7 +26,7 @@ from kafkatap.pipelines.report import job_main, read_inputs
 from kafkatap.pipelines.testing import rows
 from tests.support.paths import SAMPLES
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
+pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.own_run]
 
 TRUTHS = sorted(p for p in SAMPLES.glob("*.truth.json") if (SAMPLES / json.loads(p.read_text())["capture"]).exists())
 

@@ -6,6 +6,7 @@ import pytest
 
 from kafkatap.dissect.run import dissect_captures
 from kafkatap.dissect.tables.schema import BATCHES, FRAMES, SHARE
+from kafkatap.dissect.tables.schema import CONNECTIONS as TCP_CONNECTIONS
 from kafkatap.pipelines import schema
 from kafkatap.pipelines.transforms.connections import connections
 from kafkatap.pipelines.transforms.epochs import epoch_events
@@ -31,12 +32,21 @@ def test_connections(spark):
                     request_bytes=20, response_bytes=30),
               frame(0, "Produce", 4, ts_response=None, latency_us=None, status="unpaired_request",
                     request_bytes=5, response_bytes=None)]
-    got = conform(connections(table(spark, FRAMES, frames)), schema.CONNECTIONS)
+    tcp = [dict(conn_id="c1", client_addr="10.0.0.1:50000", broker_addr="10.0.0.9:9092", first_seen=t(0),
+                closed_by="rst", handshake_rtt_us=150, retransmissions=2, out_of_order=1, resets=1, zero_windows=3),
+           dict(conn_id="c2", client_addr="10.0.0.2:50000", broker_addr="10.0.0.9:9092", first_seen=t(0),
+                closed_by="fin", handshake_rtt_us=None, retransmissions=0, out_of_order=0, resets=0, zero_windows=0)]
+    got = conform(connections(table(spark, FRAMES, frames), table(spark, TCP_CONNECTIONS, tcp)), schema.CONNECTIONS)
     assert_frames_equal(got, table(spark, schema.CONNECTIONS, [dict(
         conn_id="c1", client_addr="10.0.0.1:50000", broker_addr="10.0.0.9:9092", client_host="10.0.0.1",
         client_id="app", client_ids=["app", "other"], first_seen=t(1), last_seen=t(4),
         requests=4, requests_by_api={"Metadata": 1, "Fetch": 2, "Produce": 1}, request_bytes=55,
-        response_bytes=620, errors=1, unpaired=1, latency_p50_us=4000, latency_p99_us=6000)]))
+        response_bytes=620, errors=1, unpaired=1, latency_p50_us=4000, latency_p99_us=6000, handshake_rtt_us=150,
+        retransmissions=2, out_of_order=1, resets=1, zero_windows=3)]))
+    without = conform(connections(table(spark, FRAMES, frames), table(spark, TCP_CONNECTIONS, [])),
+                      schema.CONNECTIONS)  # a dissector output older than its connections table
+    assert rows(without.select("conn_id", "retransmissions", "handshake_rtt_us")) == [
+        {"conn_id": "c1", "retransmissions": None, "handshake_rtt_us": None}]
 
 
 def hb(ts, epoch_sent, epoch_answered, assignment=None, **kw):

@@ -215,6 +215,9 @@ class RecordingSink:
     def on_close(self, conn, ts_us, reason, where) -> None:
         self.events.append(("close", conn, reason))
 
+    def on_forget(self, conn) -> None:
+        pass
+
     def on_anomaly(self, kind, detail, where, nbytes, conn, side) -> None:
         self.events.append(("anomaly", kind, detail, where, nbytes, conn, side))
 

@@ -52,7 +52,9 @@ def _connections() -> list[dict]:
             "last_seen": at(SPAN_S - 1), "requests": sum(apis.values()), "requests_by_api": list(apis.items()),
             "request_bytes": 1000 * sum(apis.values()), "response_bytes": 700 * sum(apis.values()),
             "errors": 1 if port in (50002, 50004) else 0, "unpaired": 0, "latency_p50_us": 900 + port % 7 * 100,
-            "latency_p99_us": 8000 + port % 5 * 1000,
+            "latency_p99_us": 8000 + port % 5 * 1000, "handshake_rtt_us": 120 + port % 3 * 40,
+            "retransmissions": 3 if port == 50005 else 0, "out_of_order": 1 if port == 50005 else 0,
+            "resets": 1 if port == 50006 else 0, "zero_windows": 2 if port == 50001 else 0,
         })
     return rows
 

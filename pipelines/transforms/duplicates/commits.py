@@ -37,18 +37,24 @@ def with_consumed(deliveries: DataFrame, committed: DataFrame) -> DataFrame:
 
     Clients commit the position their application reached, so a delivery is cut at the furthest position the member
     commits for the partition before it fetches it again (a fetch's records often reach the application over several
-    polls, each followed by a commit), else at its next commit. When the member's next step on the partition does not continue where the delivery ended (its next
-    fetch starts elsewhere, or its next commit jumps past offsets it never fetched), its position was reset in
-    between (the partition was revoked and reassigned, or reset to the committed offset): the delivery is then cut
-    where a refetch goes back to, or else at the member's last commit before it (auto-commit clients commit on
-    revocation). Members that never commit the partition give no evidence: their fetches count whole."""
+    polls, each followed by a commit), else at its next commit. When the member's next step on the partition does not
+    continue where the delivery ended (its next fetch starts elsewhere, or its next commit jumps past offsets it
+    never fetched), its position was reset in between (the partition was revoked and reassigned, or reset to the
+    committed offset): the delivery is then cut where a refetch goes back to, or else at the member's last commit
+    before it (auto-commit clients commit on revocation). Members that never commit the partition give no evidence: their fetches count whole."""
     key = ["group_id", "member_id", "topic", "partition"]
+    # The windows sort a narrow projection (the wide delivery rows are joined back by id), and only for the
+    # partitions the member committed: without a commit a delivery counts whole, so no sort can change it.
+    narrow = deliveries.select(*key, "ts", "delivery_id", "clip", "last_offset")
     marks = committed.select(*key, "ts", F.col("committed_offset").alias("_commit"))
+    committing = marks.select(*key).distinct()
+    pairs = [narrow[c].eqNullSafe(committing[c]) for c in key]
     is_fetch = F.col("delivery_id").isNotNull()
-    both = (deliveries.unionByName(marks, allowMissingColumns=True)
+    response = Window.partitionBy(*key, "ts")  # a fetch response's batches share its time
+    both = (narrow.join(committing, pairs, "left_semi").unionByName(marks, allowMissingColumns=True)
             .withColumn("_us", F.unix_micros("ts"))
-            .withColumn("_fetch_clip", F.min(F.when(is_fetch, F.col("clip"))).over(Window.partitionBy(*key, "ts")))
-            .withColumn("_resp_last", F.max(F.when(is_fetch, F.col("last_offset"))).over(Window.partitionBy(*key, "ts")))
+            .withColumn("_fetch_clip", F.min(F.when(is_fetch, F.col("clip"))).over(response))
+            .withColumn("_resp_last", F.max(F.when(is_fetch, F.col("last_offset"))).over(response))
             .withColumn("_fetch_us", F.when(is_fetch, F.col("_us")))
             .withColumn("_commit_us", F.when(F.col("_commit").isNotNull(), F.col("_us"))))
     ordered = Window.partitionBy(*key).orderBy("_us")
@@ -70,14 +76,15 @@ def with_consumed(deliveries: DataFrame, committed: DataFrame) -> DataFrame:
     # names the stretch it belongs to
     stretch = F.max("_fetch_us").over(ordered.rangeBetween(Window.unboundedPreceding, 0))
     furthest = F.max("_commit").over(Window.partitionBy(*key, "_stretch"))
-    return (both.withColumn("_stretch", stretch).withColumn("_furthest", furthest)
+    cuts = (both.withColumn("_stretch", stretch).withColumn("_furthest", furthest)
             .withColumn("next_position", F.coalesce("_furthest", nxt["_commit"]))
             .withColumn("_ncommit_us", nxt["_commit_us"])
             .withColumn("_nfetch_us", nxt["_fetch_us"]).withColumn("_nfetch_clip", nxt["_fetch_clip"])
             .withColumn("_prev_commit", F.last("_commit", ignorenulls=True).over(
                 ordered.rangeBetween(Window.unboundedPreceding, 0)))
             .where(is_fetch)
-            .withColumn("consumed_last", F.when(reset & evidence & reset_at.isNotNull(),
-                                                F.least(F.col("last_offset"), reset_at - 1)).otherwise(cut))
-            .drop("_commit", "_us", "_fetch_clip", "_fetch_us", "_commit_us", "_ncommit_us", "_nfetch_us",
-                  "_nfetch_clip", "_prev_commit", "_resp_last", "_stretch", "_furthest"))
+            .select("delivery_id", "next_position", F.when(reset & evidence & reset_at.isNotNull(),
+                                                           F.least(F.col("last_offset"), reset_at - 1))
+                    .otherwise(cut).alias("consumed_last")))
+    return (deliveries.join(cuts, "delivery_id", "left")
+            .withColumn("consumed_last", F.coalesce("consumed_last", "last_offset")))

@@ -37,7 +37,7 @@ def run(chunks: list, sync=None, synced: bool = True) -> tuple[list, dict]:
         if isinstance(chunk, int):
             framer.gap(chunk, where)
             continue
-        new = framer.feed(n, chunk, where) if chunk is not None else framer.close(where)
+        new = framer.feed(chunk, where) if chunk is not None else framer.close(where)
         for frame in new:
             if isinstance(sync, RequestSync):  # as the engine does: correlation ids count up per connection
                 sync.last_correlation_id = corr(frame[2])
@@ -65,10 +65,17 @@ def test_any_chunking_gives_the_same_frames(cuts: list[int], rnd: random.Random)
     assert offsets == [sum(len(request(j)) for j in range(i)) for i in range(20)]
 
 
-def test_a_frame_gets_the_time_of_its_first_byte() -> None:
+def test_a_frame_gets_the_packet_of_its_first_byte() -> None:
     a, b = request(1), request(2)
     frames, _ = run([a[:5], a[5:] + b[:3], b[3:]])
-    assert [ts for ts, _, _ in frames] == [0, 1]
+    assert [at for at, _, _ in frames] == [Where("test", 0, 0), Where("test", 1, 1)]
+
+
+def test_a_frame_found_at_the_end_gets_the_packet_of_its_first_byte() -> None:
+    """A request-shaped frame whose check needs the end of the stream: close() finds it in what was buffered."""
+    a = request(1)
+    frames, _ = run([b"\0\0", a[:3], a[3:]], synced=False)
+    assert [(at, off) for at, off, _ in frames] == [(Where("test", 1, 1), 2)]
 
 
 def test_gap_inside_a_frame_keeps_the_next_frame() -> None:

@@ -30,7 +30,7 @@ def _vec(segment: bytes) -> dict:
 def test_golden_header():
     f = _vec(GOLDEN)
     assert f == {"status": tcp.OK, "sport": 40000, "dport": 9092, "seq": 0xFFFFFFFE, "ack": 1,
-                 "flags": tcp.PSH | tcp.ACK, "payload": 32, "payload_len": 5}
+                 "flags": tcp.PSH | tcp.ACK, "payload": 32, "payload_len": 5, "window": 0xFFFF}
     assert tcp.parse_segment(GOLDEN) == (40000, 9092, 0xFFFFFFFE, 1, tcp.PSH | tcp.ACK, 32)
 
 

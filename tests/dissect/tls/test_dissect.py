@@ -24,7 +24,8 @@ from tests.support.mutations import mutate
 from tests.support.pcap import TcpFlow, pcap_bytes, timed
 
 TABLES = ("frames", "batches", "records", "share", "anomalies")
-WHERE = {"conn_id", "client_addr", "broker_addr", "ts_request", "ts_response", "latency_us", "ts", "tls"}
+WHERE = {"conn_id", "client_addr", "broker_addr", "ts_request", "ts_response", "latency_us", "ts", "tls",
+         "request_file", "request_packet", "response_file", "response_packet"}
 VERSIONS = {"TLS 1.3": None, "TLS 1.2": TLS12}
 _made: dict[str, Captured] = {}
 
