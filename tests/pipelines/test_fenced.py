@@ -258,6 +258,34 @@ def test_a_kip848_member_silent_for_its_heartbeats_and_a_fenced_producer_are_exp
         "refused PRODUCER_FENCED.")
 
 
+def test_under_transactions_v2_the_fencer_is_the_instance_whose_endtxn_holds_the_current_epoch(spark):
+    """Transactions v2 (Apache Kafka 4.4 sample): every EndTxn v5+ response hands its producer the next epoch, so the
+    current epoch a late refusal names came from the new instance's own EndTxn; its InitProducerId is the fencer."""
+    frames = [
+        frame(INIT, "InitProducerId", 1, correlation_id=1, transactional_id="tx", client_id="first",
+              response={"producer_id": 7, "producer_epoch": 4}),
+        frame(END_TXN, "EndTxn", 2, api_version=5, correlation_id=2, transactional_id="tx", client_id="first",
+              producer_id=7, producer_epoch=4, request={"committed": True},
+              response={"producer_id": 7, "producer_epoch": 5}),
+        frame(INIT, "InitProducerId", 3, correlation_id=1, conn_id="c2", transactional_id="tx", client_id="second",
+              response={"producer_id": 7, "producer_epoch": 6}),
+        frame(END_TXN, "EndTxn", 4, api_version=5, correlation_id=2, conn_id="c2", transactional_id="tx",
+              client_id="second", producer_id=7, producer_epoch=6, request={"committed": True},
+              response={"producer_id": 7, "producer_epoch": 7}),
+        frame(END_TXN, "EndTxn", 5, api_version=5, correlation_id=3, transactional_id="tx", client_id="first",
+              producer_id=7, producer_epoch=5, error_code=90, error_name="PRODUCER_FENCED",
+              request={"committed": True}),
+    ]
+    (r,) = run(spark, frames)
+    assert (r["stale_epoch"], r["current_epoch"], r["current_epoch_source"]) == (
+        5, 7, "EndTxn response corr=2 conn=c2 at 2026-01-01T00:00:04.001000Z")
+    assert (r["fenced_by_client_id"], r["fenced_by_conn_id"], r["cause"]) == ("second", "c2", "new_instance")
+    assert r["explanation"] == (
+        "Producer tx (first) used epoch 5 after second initialised the same producer at "
+        "2026-01-01T00:00:03.001000Z with epoch 6 and its transactions since brought it to epoch 7; its EndTxn at "
+        "2026-01-01T00:00:05.000000Z was refused PRODUCER_FENCED.")
+
+
 def test_a_kip848_fencing_names_the_group_epoch_beside_the_member_epoch(spark):
     """The member's own epoch stays the comparison; the group's is the highest epoch handed to any member."""
     def hb(ts, member, epoch, answered=None, **values):

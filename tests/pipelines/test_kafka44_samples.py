@@ -137,10 +137,10 @@ def test_transactions_v2_epoch_bumps_are_no_zombies_and_the_broker_verification_
     assert {f["stale_epoch"] for f in tables["fenced"]} == {last + 1}  # what its last EndTxn handed it
 
 
-@pytest.mark.xfail(strict=True, reason="fencers looks for the InitProducerId that handed the current epoch; under "
-                   "transactions v2 the current epoch of a later refusal was handed by the new instance's EndTxn, so "
-                   "the EndTxn row has no fencer, no cause, and says the capture does not show why")
 def test_transactions_v2_every_fencing_names_the_second_instance(transactions):
+    """The EndTxn refusal's current epoch came from kt-txn-2's own EndTxn (v2 bumps the epoch at every one): the
+    fencer is still kt-txn-2, whose InitProducerId started the instance holding it."""
     truth, tables = transactions
     for f in tables["fenced"]:
         assert (f["fenced_by_client_id"], f["cause"]) == ("kt-txn-2", "new_instance"), f
+        assert f["explanation"].startswith("Producer kt-txn (kt-txn-1) used epoch "), f
