@@ -1,23 +1,31 @@
 # The two commands of the README: `make demo` and `make test`. Both install what they need on a fresh Debian machine:
 # the system packages (Java for Spark, tshark/tcpdump for captures, chromium for the dashboard test, a C compiler and
-# the Python headers for the compiled dissector core) and a virtualenv.
+# the Python headers for the compiled dissector core), a virtualenv, and Apache Kafka with its Java clients from Maven
+# Central for the samples made against the real broker.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-DEBIAN_PACKAGES := default-jre-headless tshark tcpdump chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test system-packages build-packages clean
+.PHONY: demo test system-packages build-packages kafka clean
+
+# Apache Kafka (broker, storage tool, Java clients, streams) with every runtime dependency, fetched once by Maven
+# (samples/java/pom.xml) into KAFKA_HOME/lib; the Java workloads of samples/java compiled against it into classes/.
+KAFKA_VERSION := 4.4.0
+KAFKA_HOME := .cache/kafka-$(KAFKA_VERSION)
+MVN := mvn -q -B -Dstyle.color=never
 
 demo: $(BIN)/.installed system-packages
 	$(BIN)/kafkatap demo
 
-test: $(BIN)/.installed system-packages
+test: $(BIN)/.installed system-packages kafka
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 system-packages:
 	@missing=""; \
 	command -v java >/dev/null || missing="$$missing default-jre-headless"; \
+	command -v javac >/dev/null || missing="$$missing default-jdk-headless"; \
+	command -v mvn >/dev/null || missing="$$missing maven"; \
 	command -v tshark >/dev/null || missing="$$missing tshark"; \
 	command -v tcpdump >/dev/null || missing="$$missing tcpdump"; \
 	command -v chromium >/dev/null || missing="$$missing chromium"; \
@@ -45,6 +53,19 @@ $(BIN)/.installed: pyproject.toml setup.py $(wildcard */*.pyx */*/*.pyx */*/*.px
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev]'
 	$(BIN)/pip download -q --no-deps -d $(VENV)/wheelhouse dissect.cstruct  # for the offline packaging test
+	touch $@
+
+kafka: $(KAFKA_HOME)/classes/.compiled
+
+$(KAFKA_HOME)/lib/.fetched: samples/java/pom.xml | system-packages
+	rm -rf $(KAFKA_HOME)/lib
+	$(MVN) -f samples/java/pom.xml dependency:copy-dependencies -DincludeScope=runtime \
+		-DoutputDirectory=$(CURDIR)/$(KAFKA_HOME)/lib
+	touch $@
+
+$(KAFKA_HOME)/classes/.compiled: $(KAFKA_HOME)/lib/.fetched $(wildcard samples/java/*.java)
+	rm -rf $(KAFKA_HOME)/classes
+	javac -nowarn -d $(KAFKA_HOME)/classes -cp '$(KAFKA_HOME)/lib/*' $(wildcard samples/java/*.java)
 	touch $@
 
 clean:

@@ -242,12 +242,13 @@ FENCED_EPOCHS = table(
     column("topic", pa.string(), "Topic of the rejected partition (`partition_leader` rows; null for the others)."),
     column("partition", pa.int32(), "Partition whose leader epoch was stale (`partition_leader` rows)."),
     column("fenced_by_client_id", pa.string(),
-           "Client id of the party that received the newer epoch: producers, the InitProducerId that handed the "
-           "current epoch; group members, the first member handed one of the fenced member's partitions after it "
-           "got them and before the fencing. Null when the capture does not show it."),
+           "Client id of the party that received the newer epoch: producers, the InitProducerId that started the "
+           "instance holding the current epoch (it handed that epoch under transactions v1; under v2 the instance's "
+           "own EndTxns bumped it further); group members, the first member handed one of the fenced member's "
+           "partitions after it got them and before the fencing. Null when the capture does not show it."),
     column("fenced_by_conn_id", pa.string(), "Connection of that response."),
     column("fenced_by_member_id", pa.string(), "Member id of the member that took over (group fencings)."),
-    column("fenced_by_ts", TS, "Time of the response that handed the newer epoch or the partitions."),
+    column("fenced_by_ts", TS, "Time of that InitProducerId response, or of the response that handed the partitions."),
     column("cause", pa.string(),
            "Why, where the wire shows it: `session_timeout` (the member sent nothing the coordinator accepted for "
            "longer than its session timeout: it was removed), `left` (it had left the group), `replaced` (another "

@@ -5,6 +5,10 @@ from __future__ import annotations
 import importlib
 import json
 import platform
+import shutil
+import subprocess
+import sys
+import tempfile
 from collections import Counter
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -16,6 +20,7 @@ import kafka
 
 from kafkatap.samples.brokers import MockCluster, Tansu, kill_stray_tansu, tansu_version
 from kafkatap.samples.capture import Capture, port_filter
+from kafkatap.samples.kafka import READY_CLIENT, Kafka, version as kafka_version
 from kafkatap.samples.tls import TlsClients
 from kafkatap.samples.clients import RequestLog
 from kafkatap.samples.truth import Truth, api_name, validate
@@ -36,10 +41,11 @@ class TlsSpec:
 
 @dataclass(frozen=True)
 class Spec:
-    """What a workload needs: a Tansu port and/or a mock cluster, and what its truth promises."""
+    """What a workload needs: a Tansu port, an Apache Kafka port and/or a mock cluster, and what its truth promises."""
     name: str
     description: str
     tansu_port: int | None = None  # for a synthetic sample: the simulated broker's port
+    kafka_port: int | None = None  # one Apache Kafka 4.4 node (samples/kafka.py) on this port
     mock_brokers: int = 0
     tshark_comparable: bool = False
     synthetic: bool = False  # written by samples.synthetic: no broker runs, run() leaves its Wire in env.wire
@@ -53,6 +59,8 @@ class Env:
     log: RequestLog
     tansu: Tansu | None = None
     mock: MockCluster | None = None
+    kafka: Kafka | None = None
+    workdir: Path | None = None  # with Spec.kafka_port: a scratch folder (broker data, the Java clients' logs)
     after_run: list = field(default_factory=list)  # callables run once the clients' logs are complete
     wire: object = None  # samples.synthetic.Wire of a synthetic sample
     tls: TlsClients | None = None  # with Spec.tls: what the clients need to reach the broker through TLS
@@ -88,11 +96,13 @@ def make(name: str, out_dir: Path = SAMPLE_DIR) -> dict:
         _keylog(tmp_pcap).unlink(missing_ok=True)
         raise
     requests = {"source": "the synthesizer's own ledger" if spec.synthetic else
-                "client logs (librdkafka protocol debug log, kafka-python request encoder)",
+                "client logs (librdkafka protocol debug log, kafka-python request encoder, Java NetworkClient debug "
+                "log; Apache Kafka's request log for the requests the broker sends itself)",
                 "exact": True, "by_client": log.by_client()}
     if mock_ports:
         requests["broker_by_api"] = {api_name(k): n for k, n in sorted(broker_counts.items())}
     kinds = ["synthetic"] if spec.synthetic else [k for k, on in (("tansu", spec.tansu_port),
+                                                                  ("apache_kafka", spec.kafka_port),
                                                                   ("librdkafka_mock", mock_ports)) if on]
     truth.doc["synthetic"] = spec.synthetic
     truth.doc["broker"] = {
@@ -100,11 +110,13 @@ def make(name: str, out_dir: Path = SAMPLE_DIR) -> dict:
         "versions": {"confluent-kafka": metadata.version("confluent-kafka"),
                      "librdkafka": confluent_kafka.libversion()[0], "kafka-python": kafka.__version__,
                      "python": platform.python_version(),
-                     **({"tansu": tansu_version()} if spec.tansu_port and not spec.synthetic else {})},
+                     **({"tansu": tansu_version()} if spec.tansu_port and not spec.synthetic else {}),
+                     **({"apache_kafka": kafka_version(), "java": platform_java()} if spec.kafka_port else {})},
     }
     truth.doc["broker_ports"] = sorted(ports)
     truth.doc["broker_ports_by_kind"] = {
         "tansu": [spec.tansu_port] if spec.tansu_port and not spec.synthetic else [],
+        **({"apache_kafka": [spec.kafka_port]} if spec.kafka_port else {}),
         "librdkafka_mock": sorted(mock_ports), **({"synthetic": [spec.tansu_port]} if spec.synthetic else {})}
     truth.doc["capture_filter"] = port_filter(ports)
     truth.doc["tshark_comparable"] = spec.tshark_comparable
@@ -130,9 +142,10 @@ def make(name: str, out_dir: Path = SAMPLE_DIR) -> dict:
 
 def _capture(spec: Spec, module, truth: Truth, log: RequestLog, pcap: Path) -> tuple[list[int], list[int], Counter]:
     """Real brokers and a real capture around the workload; returns (all ports, mock ports, mock's request counts)."""
-    ports = [spec.tansu_port] if spec.tansu_port else []
+    ports = [p for p in (spec.tansu_port, spec.kafka_port) if p]
     mock_ports: list[int] = []
     broker_counts: Counter = Counter()  # what the mock received, read just before it is destroyed
+    workdir: Path | None = None
     try:
         with ExitStack() as stack:
             mock = stack.enter_context(MockCluster(spec.mock_brokers)) if spec.mock_brokers else None
@@ -143,20 +156,52 @@ def _capture(spec: Spec, module, truth: Truth, log: RequestLog, pcap: Path) -> t
             # Brokers first, capture second: the readiness probes stay out of the capture, the clients' traffic is in.
             advertised = spec.tls.port if spec.tls else None
             tansu = stack.enter_context(Tansu(spec.tansu_port, advertised=advertised)) if spec.tansu_port else None
+            workdir = Path(tempfile.mkdtemp(prefix=f"kafkatap-{spec.name}-")) if spec.kafka_port else None
+            kafka = stack.enter_context(Kafka(workdir / "kafka", 1, [spec.kafka_port], request_log=True)) \
+                if spec.kafka_port else None
             tls = stack.enter_context(TlsClients(spec.tls, spec.tansu_port, _keylog(pcap))) if spec.tls else None
             if tls:
                 ports = [spec.tls.port]  # the clients' side only: the terminator's own leg to Tansu is plaintext
             stack.enter_context(Capture(pcap, ports))
             stack.enter_context(log.kafka_python())
             stack.enter_context(log.librdkafka_stderr())
-            env = Env(truth, log, tansu, mock, tls=tls)
+            env = Env(truth, log, tansu, mock, kafka, workdir, tls=tls)
             module.run(env)
+            if kafka:
+                _broker_clients(truth, log, kafka)
         for finish in env.after_run:
             finish()
+    except BaseException:
+        if workdir:  # the broker's and the Java clients' logs say what went wrong
+            print(f"{spec.name}: the broker's and the clients' logs are kept in {workdir}", file=sys.stderr)
+        raise
+    else:
+        if workdir:
+            shutil.rmtree(workdir)
     finally:
         if spec.tansu_port:
             kill_stray_tansu([spec.tansu_port])
     return ports, mock_ports, broker_counts
+
+
+def _broker_clients(truth: Truth, log: RequestLog, kafka: Kafka) -> None:
+    """The requests Apache Kafka sends itself on its client listener (transactions v2: the partition leader's
+    AddPartitionsToTxn to the coordinator, the coordinator's WriteTxnMarkers), counted by the broker's request log:
+    they are in the capture, and no client of the workload logged them."""
+    clients = {c["client_id"] for c in truth.doc["clients"]} | {READY_CLIENT}
+    own: dict[str, dict[str, int]] = {}
+    for (client, key), n in sorted(kafka.requests_by_client().items()):
+        if client not in clients:
+            own.setdefault(client, {})[api_name(key)] = n
+    for client in own:
+        truth.client(client, f"Apache Kafka {kafka_version()} broker", "broker")
+    log.merge(own, [])
+
+
+def platform_java() -> str:
+    """The JVM's version line (`java -version`), recorded beside the broker's: both run on it."""
+    out = subprocess.run(["java", "-version"], capture_output=True, text=True, timeout=30).stderr
+    return out.splitlines()[0] if out else "unknown"
 
 
 def _keylog(pcap: Path) -> Path:

@@ -5,11 +5,13 @@ A truth file (`samples/<name>.truth.json`) is one JSON object; these keys are al
 - `sample`, `description`, `synthetic` (bool), `format` (1), `generated_by` (module), `capture` (pcapng file name),
   `started_at` (UTC wall clock of t=0 for every `t` below; for synthetic samples the generation time, not the
   capture's simulated clock)
-- `broker`: {`kind`: `tansu` | `librdkafka_mock` | `tansu+librdkafka_mock`, `versions`: {...}}
+- `broker`: {`kind`: `tansu` | `apache_kafka` | `librdkafka_mock` | `tansu+librdkafka_mock`, `versions`: {...}}
 - `broker_ports`: ports the brokers listened on (the dissector's `--port` list; the capture filter names only them)
-- `broker_ports_by_kind`: {`tansu`: [...], `librdkafka_mock`: [...]} (which broker each port belongs to)
+- `broker_ports_by_kind`: {`tansu`: [...], `apache_kafka`: [...], `librdkafka_mock`: [...]} (which broker each port
+  belongs to)
 - `tshark_comparable`: true when every request stays within versions tshark 4.0 decodes (Kafka 2.5)
 - `clients`: [{`client_id`, `library`, `role`, `config`}]: every client of the run, with the settings that matter
+  (role `broker`: Apache Kafka's own clients on its listener, whose requests its request log counts)
 - `requests`: {`source`, `exact`, `by_client`: {client_id: {api_name: n}}, `by_api`: {api_name: n}}: requests each
   client sent (client-side logs, exact), and for mock brokers `broker_by_api` (what the mock received, exact)
 - `response_errors`: {client_id: {api_name: {error_name: n}}}: non-zero response errors the client decoded
@@ -35,8 +37,8 @@ A truth file (`samples/<name>.truth.json`) is one JSON object; these keys are al
   their last allowed delivery)
 - `share_deliveries`: [{`client_id`, `group_id`, `topic`, `partition`, `offset`, `delivery_count`, `ack`}]
   (`ack`: `accept`, `release` or `reject`; null when the consumer held the record and never acknowledged it)
-- `events`: [{`t`, `client_id`, `what`, ...}]: the script's timeline (joins, leaves, stalls, errors), seconds from start;
-  member processes also log `wall` (Unix seconds) and their rebalance callbacks (`partitions_revoked`,
+- `events`: [{`t`, `client_id`, `what`, ...}]: the script's timeline (joins, leaves, stalls, errors), seconds from
+  start; member processes also log `wall` (Unix seconds) and their rebalance callbacks (`partitions_revoked`,
   `partitions_assigned`, with `member_id`, `partitions` as `topic:partition`, and for kafka-python `generation_id`)
 - optional `record_times`: {`sent`: [[topic, partition, offset, wall]], `received`: [[client_id, group_id, topic,
   partition, offset, wall]]}: when the producer handed each record to its library and when a consumer's poll

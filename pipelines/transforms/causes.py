@@ -17,7 +17,7 @@ from pyspark.sql import functions as F
 
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 from kafkatap.pipelines.transforms.common import ISO, is_ok, response_source
-from kafkatap.pipelines.transforms.fencers import ROW_KEY
+from kafkatap.pipelines.transforms.fencers import FENCER_EPOCH, ROW_KEY
 from kafkatap.pipelines.transforms.members import (
     MISSED_HEARTBEATS, heartbeat_interval_ms, is_leave, member_frames, removed_for_silence, session_timeout_ms
 )
@@ -127,7 +127,11 @@ def _explanation(silent: Column) -> Column:
             F.lit(" ("), F.coalesce(F.col("client_id"), F.lit("?")), F.lit(") used epoch "),
             F.col("stale_epoch").cast("string"), F.lit(" after "), F.coalesce(F.col("fenced_by_client_id"), F.lit("?")),
             F.lit(" initialised the same producer at "), _at(F.col("fenced_by_ts")), F.lit(" with epoch "),
-            F.col("current_epoch").cast("string"), F.lit("; "), refused, F.lit(".")))
+            F.coalesce(F.col(FENCER_EPOCH), F.col("current_epoch")).cast("string"),
+            # transactions v2: every EndTxn hands the next epoch, so the new instance's own commits took it further
+            F.when(F.col(FENCER_EPOCH) < F.col("current_epoch"), F.concat(
+                F.lit(" and its transactions since brought it to epoch "), F.col("current_epoch").cast("string")))
+            .otherwise(F.lit("")), F.lit("; "), refused, F.lit(".")))
         .when(F.col("inferred"), F.concat(
             F.coalesce(F.col("client_id"), F.lit("?")), F.lit(" used epoch "), F.col("stale_epoch").cast("string"),
             F.lit(" after "), F.col("current_epoch").cast("string"),
@@ -171,4 +175,4 @@ def with_causes(rows: DataFrame, frames: DataFrame, handed: DataFrame) -> DataFr
              .when((F.col("kind") == "producer") & F.col("fenced_by_ts").isNotNull(), "new_instance"))
     return (out.withColumn("silent_s", F.when(member, silent)).withColumn("cause", cause)
             .withColumn("explanation", _explanation(F.col("silent_s")))
-            .drop("generation", "left_ts", "replaced_by"))
+            .drop("generation", "left_ts", "replaced_by", FENCER_EPOCH))

@@ -64,8 +64,8 @@ def handed_epochs(frames: DataFrame) -> DataFrame:
                             member_id=answered_member))
         .unionByName(_event(producers, F.lit("producer"), F.concat(F.lit("pid:"), answered_pid),
                             response_str("$.producer_epoch"), True, ts, producer_id=answered_pid))
-        .unionByName(_event(sessions, F.lit("share_group"), F.concat(F.lit("share:"), _member_party(F.col("member_id"))),
-                            next_session_epoch, True, ts))
+        .unionByName(_event(sessions, F.lit("share_group"),
+                            F.concat(F.lit("share:"), _member_party(F.col("member_id"))), next_session_epoch, True, ts))
     )
 
 
@@ -101,9 +101,12 @@ def used_epochs(frames: DataFrame, batches: DataFrame) -> DataFrame:
                            .when(F.col("kind") == "classic_group", F.coalesce("generation_id", "sent"))
                            .otherwise(F.coalesce("member_epoch", "generation_id", "sent")))
                .drop("sent"))
+    # AddPartitionsToTxn v4+ is sent by brokers only: a partition leader verifying a producer's transactional Produce
+    # with the coordinator (KIP-890); the producer's own request is the Produce, and its refusal is the Produce's.
+    by_broker = (F.col("api_key") == ApiKey.ADD_PARTITIONS_TO_TXN) & (F.col("api_version") >= 4)
     txn = frames.where(F.col("api_key").isin(ApiKey.ADD_PARTITIONS_TO_TXN, ApiKey.ADD_OFFSETS_TO_TXN, ApiKey.END_TXN,
                                              ApiKey.TXN_OFFSET_COMMIT)
-                       & (F.col("producer_id") >= 0))
+                       & (F.col("producer_id") >= 0) & ~by_broker)
     reinit = (frames.where(F.col("api_key") == ApiKey.INIT_PRODUCER_ID)
               .withColumn("producer_id", request_str("$.producer_id").cast("long"))
               .withColumn("producer_epoch", request_str("$.producer_epoch").cast("int"))

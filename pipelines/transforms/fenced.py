@@ -42,13 +42,23 @@ def _inferred(usage: DataFrame) -> Column:
 
 
 def _fold(rows: DataFrame) -> DataFrame:
-    """One row per (party, stale epoch, error): the first rejected request, with the count of all of them."""
-    key = ["kind", "party", "stale_epoch", "inferred", F.coalesce(F.col("error_name"), F.lit(""))]
+    """One row per (party, stale epoch, error): the first rejected request, with the count of all of them.
+
+    A refused request that carries no epoch (-1) counts with the party's nearest refusal that does, the one before it
+    else the one after: the Java consumer, once fenced, commits without its member epoch and is refused again for the
+    same fencing (its commit's answer can arrive before its heartbeat's)."""
+    error = F.coalesce(F.col("error_name"), F.lit(""))
+    party = Window.partitionBy("kind", "party", "inferred", error).orderBy("ts", "conn_id", "correlation_id")
+    known = F.when(F.col("stale_epoch") >= 0, F.col("stale_epoch"))
+    nearest = F.coalesce(F.last(known, ignorenulls=True).over(party),
+                         F.first(known, ignorenulls=True).over(party.rowsBetween(0, Window.unboundedFollowing)))
+    epoch = F.coalesce(F.when(F.col("stale_epoch") < 0, nearest), F.col("stale_epoch"))
+    key = ["kind", "party", "_epoch", "inferred", error]
     ordered = Window.partitionBy(*key).orderBy("ts", "conn_id", "correlation_id")
     whole = Window.partitionBy(*key)
-    return (rows.withColumn("_n", F.row_number().over(ordered))
+    return (rows.withColumn("_epoch", epoch).withColumn("_n", F.row_number().over(ordered))
             .withColumn("requests", F.count(F.lit(1)).over(whole))
-            .where(F.col("_n") == 1).drop("_n"))
+            .where(F.col("_n") == 1).drop("_n", "_epoch"))
 
 
 def fenced_epochs(frames: DataFrame, batches: DataFrame) -> DataFrame:

@@ -8,6 +8,8 @@ NAMES = (
     "share_group",
     "share_locks",
     "consumer_group_848",
+    "kafka44_consumer_group",
+    "kafka44_transactions",
     "rebalances_classic",
     "rebalances_848",
     "day_in_the_life",

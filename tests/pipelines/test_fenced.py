@@ -77,6 +77,24 @@ def test_producer_fenced_by_a_newer_instance_and_a_silent_zombie_produce(spark):
     ])
 
 
+def test_a_brokers_verification_of_a_transactional_produce_is_not_the_producers_request(spark):
+    """Transactions v2 (Apache Kafka 4.4 sample): the partition leader verifies a transactional Produce with the
+    coordinator (AddPartitionsToTxn v5, broker to broker) before answering the producer; its PRODUCER_FENCED is the
+    broker's, the producer's refusals are its Produce's and its EndTxn's."""
+    frames = [
+        frame(INIT, "InitProducerId", 1, correlation_id=1, transactional_id="tx",
+              response={"producer_id": 7, "producer_epoch": 4}),
+        frame(INIT, "InitProducerId", 2, correlation_id=1, conn_id="c2", transactional_id="tx",
+              response={"producer_id": 7, "producer_epoch": 5}),
+        frame(ADD_PARTS, "AddPartitionsToTxn", 3, api_version=5, correlation_id=9, conn_id="c3",
+              client_id="AddPartitionsManager-client-1", producer_id=7, producer_epoch=4, error_code=90,
+              error_name="PRODUCER_FENCED"),
+        frame(END_TXN, "EndTxn", 4, api_version=5, correlation_id=5, transactional_id="tx", producer_id=7,
+              producer_epoch=4, error_code=90, error_name="PRODUCER_FENCED", request={"committed": False}),
+    ]
+    assert [(r["client_id"], r["api_name"], r["requests"]) for r in run(spark, frames)] == [("app", "EndTxn", 1)]
+
+
 def test_unknown_member_id_counts_only_after_membership(spark):
     frames = [
         # A first join refused with UNKNOWN_MEMBER_ID: an ordinary join race, not a fencing.
@@ -89,6 +107,22 @@ def test_unknown_member_id_counts_only_after_membership(spark):
     ]
     assert [(r["kind"], r["member_id"], r["stale_epoch"], r["current_epoch"], r["api_name"], r["inferred"])
             for r in run(spark, frames)] == [("classic_group", "m2", 1, 1, "OffsetCommit", False)]
+
+
+@pytest.mark.parametrize("commit_at", [3.1, 2.9])
+def test_a_kip848_member_refused_again_without_its_epoch_is_one_fencing(spark, commit_at):
+    """The Java consumer, once fenced, commits with member epoch -1 and is refused again (Apache Kafka 4.4 sample):
+    one fencing at the epoch it was refused at, counting both requests, whichever answer comes first."""
+    frames = [
+        frame(CGH, "ConsumerGroupHeartbeat", 1, correlation_id=1, group_id="g", member_id="m1", member_epoch=0,
+              response_member_epoch=4, response={"member_id": "m1", "member_epoch": 4}),
+        frame(CGH, "ConsumerGroupHeartbeat", 3, correlation_id=2, group_id="g", member_id="m1", member_epoch=4,
+              error_code=25, error_name="UNKNOWN_MEMBER_ID"),
+        frame(COMMIT, "OffsetCommit", commit_at, correlation_id=3, group_id="g", member_id="m1", error_code=25,
+              error_name="UNKNOWN_MEMBER_ID", request={"generation_id_or_member_epoch": -1, "member_id": "m1"}),
+    ]
+    assert [(r["member_id"], r["error_name"], r["requests"]) for r in run(spark, frames)] == [
+        ("m1", "UNKNOWN_MEMBER_ID", 2)]
 
 
 def test_illegal_generation_and_stale_heartbeat_inferred(spark):
@@ -222,6 +256,34 @@ def test_a_kip848_member_silent_for_its_heartbeats_and_a_fenced_producer_are_exp
         "Producer tx (first) used epoch 0 after second initialised the same producer at "
         "2026-01-01T00:00:02.001000Z with epoch 1; its AddPartitionsToTxn at 2026-01-01T00:00:03.000000Z was "
         "refused PRODUCER_FENCED.")
+
+
+def test_under_transactions_v2_the_fencer_is_the_instance_whose_endtxn_holds_the_current_epoch(spark):
+    """Transactions v2 (Apache Kafka 4.4 sample): every EndTxn v5+ response hands its producer the next epoch, so the
+    current epoch a late refusal names came from the new instance's own EndTxn; its InitProducerId is the fencer."""
+    frames = [
+        frame(INIT, "InitProducerId", 1, correlation_id=1, transactional_id="tx", client_id="first",
+              response={"producer_id": 7, "producer_epoch": 4}),
+        frame(END_TXN, "EndTxn", 2, api_version=5, correlation_id=2, transactional_id="tx", client_id="first",
+              producer_id=7, producer_epoch=4, request={"committed": True},
+              response={"producer_id": 7, "producer_epoch": 5}),
+        frame(INIT, "InitProducerId", 3, correlation_id=1, conn_id="c2", transactional_id="tx", client_id="second",
+              response={"producer_id": 7, "producer_epoch": 6}),
+        frame(END_TXN, "EndTxn", 4, api_version=5, correlation_id=2, conn_id="c2", transactional_id="tx",
+              client_id="second", producer_id=7, producer_epoch=6, request={"committed": True},
+              response={"producer_id": 7, "producer_epoch": 7}),
+        frame(END_TXN, "EndTxn", 5, api_version=5, correlation_id=3, transactional_id="tx", client_id="first",
+              producer_id=7, producer_epoch=5, error_code=90, error_name="PRODUCER_FENCED",
+              request={"committed": True}),
+    ]
+    (r,) = run(spark, frames)
+    assert (r["stale_epoch"], r["current_epoch"], r["current_epoch_source"]) == (
+        5, 7, "EndTxn response corr=2 conn=c2 at 2026-01-01T00:00:04.001000Z")
+    assert (r["fenced_by_client_id"], r["fenced_by_conn_id"], r["cause"]) == ("second", "c2", "new_instance")
+    assert r["explanation"] == (
+        "Producer tx (first) used epoch 5 after second initialised the same producer at "
+        "2026-01-01T00:00:03.001000Z with epoch 6 and its transactions since brought it to epoch 7; its EndTxn at "
+        "2026-01-01T00:00:05.000000Z was refused PRODUCER_FENCED.")
 
 
 def test_a_kip848_fencing_names_the_group_epoch_beside_the_member_epoch(spark):

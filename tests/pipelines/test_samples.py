@@ -76,7 +76,8 @@ def _collect(spark, root: Path) -> dict[str, list[dict]]:
         fenced = fenced_epochs(inp.frames, inp.batches)
         spans = member_spans(members(inp.frames, inp.batches))
         dups = duplicate_deliveries(inp.frames, inp.batches, inp.records, inp.share, spans, fenced)
-        produced = (inp.batches.where((F.col("direction") == "produce") & ~F.col("is_control"))
+        produced = (inp.batches.where((F.col("direction") == "produce") & ~F.col("is_control")
+                                      & (F.coalesce(F.col("partition_error_code"), F.lit(0)) == 0))  # written
                     .groupBy("topic", "partition").agg(F.sum("record_count").alias("records")))
         return {"fenced": rows(fenced.drop("ts")), "dups": rows(dups.drop("first_delivery_ts", "redelivery_ts")),
                 "produced": rows(produced)}

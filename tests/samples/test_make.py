@@ -65,3 +65,49 @@ def test_synthetic_sample_is_reproducible(tmp_path) -> None:
     assert (tmp_path / "synthetic_read_committed.pcapng").read_bytes() == capture_path(
         "synthetic_read_committed").read_bytes()
     assert doc["isolation"]["records_received"] == {"read_committed": 16, "read_uncommitted": 24}
+
+
+@pytest.mark.live
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("dumpcap") is None, reason="dumpcap not installed")
+def test_make_kafka44_consumer_group_from_scratch(tmp_path) -> None:
+    """Apache Kafka 4.4 and the Java clients (~40 s): the member frozen past its session is refused and its
+    uncommitted records go to another member; the broker and every JVM are gone afterwards."""
+    from kafkatap.samples.brokers import port_is_free
+    from kafkatap.samples.make import make
+    from kafkatap.samples.workloads.kafka44_consumer_group import SPEC
+
+    if not port_is_free(SPEC.kafka_port):
+        pytest.skip(f"port {SPEC.kafka_port} busy (a sample is being made)")
+    doc = make("kafka44_consumer_group", tmp_path)
+    assert validate(doc) == []
+    assert doc["broker"]["kind"] == "apache_kafka" and doc["broker"]["versions"]["apache_kafka"] == "4.4.0"
+    assert [(f["client_id"], f["error_name"] in ("UNKNOWN_MEMBER_ID", "FENCED_MEMBER_EPOCH"))
+            for f in doc["fenced_epochs"]] == [("kt-j-3", True)]
+    assert any(e["what"] == "exception" and e["exception"] == "CommitFailedException" for e in doc["events"])
+    assert doc["duplicate_records"].get("consumer_group", 0) > 0
+    assert sum(p["records"] for p in doc["produced"]) == 76
+    assert (tmp_path / "kafka44_consumer_group.pcapng").stat().st_size < 2_000_000
+    assert port_is_free(SPEC.kafka_port)
+
+
+@pytest.mark.live
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("dumpcap") is None, reason="dumpcap not installed")
+def test_make_kafka44_transactions_from_scratch(tmp_path) -> None:
+    """Transactions v2 with the Java client (~30 s): one producer epoch per transaction, the first instance refused
+    once the second took its transactional id, a read_committed reader that sees only committed records."""
+    from kafkatap.samples.brokers import port_is_free
+    from kafkatap.samples.make import make
+    from kafkatap.samples.workloads.kafka44_transactions import SPEC
+
+    if not port_is_free(SPEC.kafka_port):
+        pytest.skip(f"port {SPEC.kafka_port} busy (a sample is being made)")
+    doc = make("kafka44_transactions", tmp_path)
+    assert validate(doc) == []
+    first = [t["producer_epoch"] for t in doc["transactions"] if t["client_id"] == "kt-txn-1"]
+    assert first == list(range(first[0], first[0] + 6))  # transactions v2: a new epoch after every EndTxn
+    assert {f["client_id"] for f in doc["fenced_epochs"]} == {"kt-txn-1"}
+    committed = sum(t["records"] for t in doc["transactions"] if t["outcome"] == "committed")
+    assert doc["isolation"]["records_received"]["read_committed"] == committed
+    assert port_is_free(SPEC.kafka_port)

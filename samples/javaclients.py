@@ -1,0 +1,177 @@
+"""The Java reference clients of a sample: the programs of samples/java, each in its own JVM, driven over stdin.
+
+A program prints its ground truth as JSON lines on stdout (read here as they come) and logs to stderr (a file in the
+work folder): its NetworkClient's DEBUG lines name every request it sent and every response it received, read back
+by `read_log` into exact request counts and the response errors, the way samples/clients.py reads librdkafka's log.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import subprocess
+import threading
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kafkatap.samples.clients import RequestLog, kafka_python_error_name
+from kafkatap.samples.kafka import HOME, VERSION, classpath
+from kafkatap.samples.truth import API_KEYS, Truth
+
+LIBRARY = f"Apache Kafka Java client {VERSION}"
+LOG4J = Path(__file__).parent / "java" / "log4j2-clients.properties"
+_HEADER = r"RequestHeader\(apiKey=(\w+), apiVersion=\d+, clientId=([^,]*), correlationId=-?\d+"
+_SENT = re.compile(r"^(\d+) DEBUG .*? Sending \w+ request with header " + _HEADER)
+_RECEIVED = re.compile(r"^(\d+) DEBUG .*? Received \w+ response from node \S+ for request with header " + _HEADER
+                       + r"[^)]*\): (.*)$")
+_ERROR_CODE = re.compile(r"errorCode=(-?\d+)")
+_MEMBER = re.compile(r"memberId='([^']*)', memberEpoch=(-?\d+)")
+_PRODUCER = re.compile(r"producerId=(\d+), producerEpoch=(\d+)")
+_API_NAMES = {name.lower(): name for name in API_KEYS}
+
+
+def api_of(enum_name: str) -> str:
+    """Kafka's api name from the Java client's ApiKeys constant: CONSUMER_GROUP_HEARTBEAT -> ConsumerGroupHeartbeat."""
+    return _API_NAMES.get(enum_name.replace("_", "").lower(), f"java:{enum_name}")
+
+
+def classes() -> Path:
+    """The compiled programs of samples/java (`make kafka`)."""
+    path = HOME / "classes"
+    if not (path / ".compiled").exists():
+        raise FileNotFoundError(f"the Java sample programs are not compiled in {path}: run `make kafka`")
+    return path
+
+
+class JavaClient:
+    """One program of samples/java running in its own JVM; `events` fills with its JSON lines as they arrive."""
+
+    def __init__(self, main: str, args: list[str], log: Path) -> None:
+        self.main, self.log = main, log
+        self.events: list[dict[str, Any]] = []
+        self._cond = threading.Condition()
+        with open(log, "ab") as err:
+            self.proc = subprocess.Popen(
+                ["java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                 f"-Dlog4j2.configurationFile={LOG4J}", "-cp", classpath(classes()), main, *args],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True, start_new_session=True)
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            event = json.loads(line)
+            with self._cond:
+                self.events.append(event)
+                self._cond.notify_all()
+
+    def wait_for(self, what: str, timeout: float, count: int = 1, where=lambda event: True) -> dict[str, Any]:
+        """The `count`-th event `what` for which `where` holds (waiting at most `timeout` seconds for it)."""
+        def found() -> list[dict]:
+            return [e for e in self.events if e["what"] == what and where(e)]
+        with self._cond:
+            if not self._cond.wait_for(lambda: len(found()) >= count or self.proc.poll() is not None, timeout) \
+                    or len(found()) < count:
+                raise TimeoutError(f"{self.main}: no {what} #{count} within {timeout} s (exit {self.proc.poll()}; "
+                                   f"log {self.log}); events: {self.events[-5:]}")
+            return found()[count - 1]
+
+    def send(self, line: str) -> None:
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+
+    def pause(self) -> None:
+        self.proc.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        self.proc.send_signal(signal.SIGCONT)
+
+    def stop(self, timeout: float = 20.0) -> list[dict[str, Any]]:
+        """Ask it to close ("stop" on stdin), wait for it to exit; kill it past `timeout`. Returns its events."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGCONT)  # a frozen program cannot read its stdin
+            try:
+                self.send("stop")
+                self.proc.stdin.close()
+                self.proc.wait(timeout)
+            except (BrokenPipeError, subprocess.TimeoutExpired):
+                self.kill()
+        self._reader.join(5)
+        return self.events
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(5)
+
+
+@dataclass
+class ClientLog:
+    """What a program's log says its clients exchanged with the brokers."""
+    sent: Counter = field(default_factory=Counter)  # (client_id, api) -> requests sent
+    errors: list[tuple[float, str, str, str]] = field(default_factory=list)  # (wall, client_id, api, error_name)
+    # (wall, client_id, member_id, member_epoch): 0 when it joins, then the epochs the coordinator hands it
+    member_epochs: list[tuple[float, str, str, int]] = field(default_factory=list)
+    # (wall, client_id, api, producer_id, producer_epoch): handed by InitProducerId, and by EndTxn in transactions v2
+    producer_epochs: list[tuple[float, str, str, int, int]] = field(default_factory=list)
+
+
+def read_log(path: Path) -> ClientLog:
+    """A program's log read back: the requests it sent, the responses it received with a non-zero error code (the
+    top-level one, else the first nested one), and the member ids and epochs of its ConsumerGroupHeartbeats, in order:
+    epoch 0 for each request that joins (or rejoins) the group, and the epoch every successful response handed it."""
+    out = ClientLog()
+    for line in path.read_text(errors="replace").splitlines():
+        m = _SENT.match(line)
+        if m:
+            api = api_of(m.group(2))
+            out.sent[(m.group(3), api)] += 1
+            joining = _MEMBER.search(line) if api == "ConsumerGroupHeartbeat" else None
+            if joining and joining.group(2) == "0":
+                out.member_epochs.append((int(m.group(1)) / 1000, m.group(3), joining.group(1), 0))
+            continue
+        m = _RECEIVED.match(line)
+        if not m:
+            continue
+        wall, api, client, body = int(m.group(1)) / 1000, api_of(m.group(2)), m.group(3), m.group(4)
+        code = next((int(c) for c in _ERROR_CODE.findall(body) if c != "0"), 0)
+        if code:
+            out.errors.append((wall, client, api, kafka_python_error_name(code)))
+        elif api == "ConsumerGroupHeartbeat":
+            member = _MEMBER.search(body)
+            if member and int(member.group(2)) > 0:
+                out.member_epochs.append((wall, client, member.group(1), int(member.group(2))))
+        elif api in ("InitProducerId", "EndTxn"):
+            producer = _PRODUCER.search(body)
+            if producer:
+                out.producer_epochs.append((wall, client, api, int(producer.group(1)), int(producer.group(2))))
+    return out
+
+
+def record(truth: Truth, requests: RequestLog, programs: list[JavaClient], groups: dict[str, str]) -> list[ClientLog]:
+    """The programs' JSON lines into the truth's events, with the offsets they acknowledged ("acked") and consumed
+    ("records", as members of `groups`: client id -> group id); their logs' requests and response errors into
+    `requests`. Returns each program's log, read back."""
+    logs = []
+    for program in programs:
+        log = read_log(program.log)
+        logs.append(log)
+        requests.merge({cid: {api: n for (c, api), n in log.sent.items() if c == cid} for cid, _ in log.sent},
+                       [(cid, api, name) for _, cid, api, name in log.errors])
+        for e in program.events:
+            detail = {k: v for k, v in e.items() if k not in ("wall", "client_id", "what")}
+            truth.doc["events"].append({"t": round(e["wall"] - truth.t0_wall, 3), "client_id": e["client_id"],
+                                        "what": e["what"], "wall": e["wall"], **detail})
+            if e["what"] == "acked":
+                for tp, offsets in e["offsets"].items():
+                    topic, part = tp.rsplit(":", 1)
+                    for off in offsets:
+                        truth.produced(e["client_id"], topic, int(part), off)
+            elif e["what"] == "records":
+                for off in e["offsets"]:
+                    truth.consumed(e["client_id"], groups[e["client_id"]], "consumer_group", e["topic"],
+                                   e["partition"], off)
+    return logs
