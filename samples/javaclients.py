@@ -108,6 +108,20 @@ class JavaClient:
             self.proc.wait(5)
 
 
+class JavaClients:
+    """The programs a workload started, in order, each logging to a file of its own in `logs`."""
+
+    def __init__(self, logs: Path) -> None:
+        self.logs = logs
+        logs.mkdir()
+        self.programs: list[JavaClient] = []
+
+    def start(self, main: str, client_id: str, args: list[str]) -> JavaClient:
+        program = JavaClient(main, args, self.logs / f"{client_id}-{len(self.programs)}.log")
+        self.programs.append(program)
+        return program
+
+
 @dataclass
 class ClientLog:
     """What a program's log says its clients exchanged with the brokers."""

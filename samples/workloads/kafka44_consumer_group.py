@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 
-from kafkatap.samples.javaclients import LIBRARY, JavaClient, record
+from kafkatap.samples.javaclients import LIBRARY, JavaClient, JavaClients, record
 from kafkatap.samples.kafka import HEARTBEAT_MS, SESSION_TIMEOUT_MS
 from kafkatap.samples.make import Env, Spec
 
@@ -34,14 +34,8 @@ def run(env: Env) -> None:
     truth.note(f"Apache Kafka 4.4 (one KRaft node): group.consumer.session.timeout.ms={SESSION_TIMEOUT_MS}, "
                f"group.consumer.heartbeat.interval.ms={HEARTBEAT_MS}, group.consumer.assignment.interval.ms 1000 "
                "(the default): broker settings, not on the wire.")
-    logs = env.workdir / "clients"
-    logs.mkdir()
-    programs: list[JavaClient] = []
-
-    def start(main: str, client_id: str, args: list[str]) -> JavaClient:
-        program = JavaClient(main, args, logs / f"{client_id}-{len(programs)}.log")
-        programs.append(program)
-        return program
+    clients = JavaClients(env.workdir / "clients")
+    start, programs = clients.start, clients.programs
 
     def member(client_id: str, *extra: str) -> JavaClient:
         config = dict(arg.split("=", 1) for arg in extra)

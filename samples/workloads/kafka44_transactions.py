@@ -10,7 +10,7 @@ Producer ids and epochs come from the clients' own log (the InitProducerId and E
 
 from __future__ import annotations
 
-from kafkatap.samples.javaclients import LIBRARY, ClientLog, JavaClient, record
+from kafkatap.samples.javaclients import LIBRARY, ClientLog, JavaClient, JavaClients, record
 from kafkatap.samples.make import Env, Spec
 
 SPEC = Spec(
@@ -32,14 +32,8 @@ def run(env: Env) -> None:
     truth.note("Apache Kafka 4.4 (one KRaft node) with transaction.version=2: the coordinator bumps the producer epoch "
                "at the end of every transaction (EndTxn v5 answers the new epoch), so each transaction of one "
                "producer is written under its own epoch.")
-    logs = env.workdir / "clients"
-    logs.mkdir()
-    programs: list[JavaClient] = []
-
-    def start(main: str, client_id: str, args: list[str]) -> JavaClient:
-        program = JavaClient(main, args, logs / f"{client_id}-{len(programs)}.log")
-        programs.append(program)
-        return program
+    clients = JavaClients(env.workdir / "clients")
+    start, programs = clients.start, clients.programs
 
     def producer(client_id: str, *create: str) -> JavaClient:
         truth.client(client_id, LIBRARY, "producer", **{"transactional.id": TXN_ID, "linger.ms": 5})
