@@ -112,7 +112,7 @@ MEMBERS = table(
     column("incarnation", pa.int32(),
            "Life of the member id this row is, from 1. A KIP-848 member the coordinator refused (fenced, or removed "
            "after its session timeout) that rejoins at member epoch 0 under the same member id (the Java client "
-           "keeps it, KIP-1082) starts a new row with the next number, so the refused life keeps its `ended`, "
+           "and librdkafka keep it) starts a new row with the next number, so the refused life keeps its `ended`, "
            "`end_ts` and `end_error`."),
 )
 

@@ -1,9 +1,9 @@
 """sessions/members: the life of each consumer group member, classic (JoinGroup) and KIP-848 alike.
 
-A row is one life (incarnation) of a member id. The Java KIP-848 consumer generates its member id and keeps it for its
-whole life (KIP-1082), also when it rejoins at member epoch 0 after the coordinator refused it (fenced, or removed
-after its session timeout): that rejoin starts the member id's next incarnation, a row of its own, so the refused life
-keeps its `ended` and `end_error` (the librdkafka client comes back under a new member id: a new row anyway)."""
+A row is one life (incarnation) of a member id. A KIP-848 consumer keeps its member id (the Java client generates it,
+KIP-1082; librdkafka too, samples consumer_group_848 and kafka44_consumer_group) when it rejoins at member epoch 0
+after the coordinator refused it (fenced, or removed after its session timeout): that rejoin starts the member id's
+next incarnation, a row of its own, so the refused life keeps its `ended` and `end_error`."""
 
 from __future__ import annotations
 
