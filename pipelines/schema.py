@@ -75,7 +75,7 @@ COMMITS = table(
 )
 
 MEMBERS = table(
-    "sessions: one row per (group, member) of consumer groups, classic (JoinGroup) and KIP-848 alike.",
+    "sessions: one row per (group, member, incarnation) of consumer groups, classic (JoinGroup) and KIP-848 alike.",
     column("kind", pa.string(), "`consumer_group` (KIP-848 ConsumerGroupHeartbeat) or `classic_group` (JoinGroup)."),
     column("group_id", pa.string(), "Group id."),
     column("member_id", pa.string(), "Member id."),
@@ -109,6 +109,11 @@ MEMBERS = table(
            "refused an `expired` member."),
     column("session_timeout_ms", pa.int64(), "Session timeout of the member's latest JoinGroup (classic members; "
            "a KIP-848 member's is a broker setting, not on the wire)."),
+    column("incarnation", pa.int32(),
+           "Life of the member id this row is, from 1. A KIP-848 member the coordinator refused (fenced, or removed "
+           "after its session timeout) that rejoins at member epoch 0 under the same member id (the Java client "
+           "and librdkafka keep it) starts a new row with the next number, so the refused life keeps its `ended`, "
+           "`end_ts` and `end_error`."),
 )
 
 PRODUCERS = table(

@@ -1,4 +1,9 @@
-"""sessions/members: the life of each consumer group member, classic (JoinGroup) and KIP-848 alike."""
+"""sessions/members: the life of each consumer group member, classic (JoinGroup) and KIP-848 alike.
+
+A row is one life (incarnation) of a member id. A KIP-848 consumer keeps its member id (the Java client generates it,
+KIP-1082; librdkafka too, samples consumer_group_848 and kafka44_consumer_group) when it rejoins at member epoch 0
+after the coordinator refused it (fenced, or removed after its session timeout): that rejoin starts the member id's
+next incarnation, a row of its own, so the refused life keeps its `ended` and `end_error`."""
 
 from __future__ import annotations
 
@@ -60,23 +65,26 @@ def heartbeat_interval_ms() -> Column:
                   response_str("$.heartbeat_interval_ms").cast("long"))
 
 
-def _assignments(mf: DataFrame, names: DataFrame) -> DataFrame:
-    """KIP-848 assignments received: (group_id, member_id, ts, assignment as sorted `topic:partition` strings)."""
+MEMBER = ["group_id", "member_id"]
+
+
+def _assignments(mf: DataFrame, names: DataFrame, keys: list[str] = MEMBER) -> DataFrame:
+    """KIP-848 assignments received: (*keys, ts, assignment as sorted `topic:partition` strings)."""
     hb = (mf.where((F.col("api_key") == ApiKey.CONSUMER_GROUP_HEARTBEAT) & is_ok(F.col("error_code")))
           .withColumn("a", F.from_json(response_str("$.assignment"), ASSIGNMENT))
           .where(F.col("a").isNotNull())
-          .select("group_id", "member_id", "ts", F.col("a.topic_partitions").alias("tps")))
-    exploded = (hb.select("group_id", "member_id", "ts", F.explode_outer("tps").alias("tp"))
-                .select("group_id", "member_id", "ts", F.col("tp.topic_id").alias("topic_id"),
+          .select(*keys, "ts", F.col("a.topic_partitions").alias("tps")))
+    exploded = (hb.select(*keys, "ts", F.explode_outer("tps").alias("tp"))
+                .select(*keys, "ts", F.col("tp.topic_id").alias("topic_id"),
                         F.explode_outer("tp.partitions").alias("partition"))
                 .join(F.broadcast(names), "topic_id", "left")
                 .withColumn("tp", F.when(F.col("partition").isNotNull(), F.concat_ws(
                     ":", F.coalesce("topic", "topic_id"), F.col("partition").cast("string")))))
-    return (exploded.groupBy("group_id", "member_id", "ts")
+    return (exploded.groupBy(*keys, "ts")
             .agg(F.sort_array(F.collect_set("tp")).alias("assignment")))
 
 
-def _classic_assignments(mf: DataFrame) -> DataFrame:
+def _classic_assignments(mf: DataFrame, keys: list[str] = MEMBER) -> DataFrame:
     """Classic assignments received: (group_id, member_id, ts, assignment as sorted `topic:partition` strings, raw).
     The assignment is the consumer protocol the dissector decoded from the SyncGroup response (empty bytes: nothing
     assigned); it is null for bytes it could not read as one (another protocol type, damaged bytes), whose base64
@@ -89,7 +97,7 @@ def _classic_assignments(mf: DataFrame) -> DataFrame:
             .withColumn("raw", raw)
             .withColumn("assignment", F.when(decoded.isNotNull(), F.sort_array(F.array_distinct(tps)))
                         .when(raw == "", F.array().cast("array<string>")))
-            .select("group_id", "member_id", "ts", "assignment", "raw"))
+            .select(*keys, "ts", "assignment", "raw"))
 
 
 def received_assignments(frames: DataFrame, batches: DataFrame) -> DataFrame:
@@ -106,19 +114,19 @@ def received_assignments(frames: DataFrame, batches: DataFrame) -> DataFrame:
     return received.join(frame_cols, keys, "inner").dropDuplicates([*keys, "conn_id", "correlation_id"])
 
 
-def _assignment_history(mf: DataFrame, names: DataFrame) -> DataFrame:
-    """Per member: changes, partitions gained and lost, final assignment, from KIP-848 heartbeats and classic
+def _assignment_history(mf: DataFrame, names: DataFrame, keys: list[str] = MEMBER) -> DataFrame:
+    """Per member (`keys`): changes, partitions gained and lost, final assignment, from KIP-848 heartbeats and classic
     SyncGroup responses alike; classic assignments the dissector could not decode count as changes when their bytes
     change."""
-    w = Window.partitionBy("group_id", "member_id").orderBy("ts")
-    classic = _classic_assignments(mf)
-    received = (_assignments(mf, names)
+    w = Window.partitionBy(*keys).orderBy("ts")
+    classic = _classic_assignments(mf, keys)
+    received = (_assignments(mf, names, keys)
                 .unionByName(classic.where(F.col("assignment").isNotNull()).drop("raw")))
     decoded = (received
                .withColumn("prev", F.lag("assignment").over(w))
                .withColumn("prev", F.coalesce("prev", F.array().cast("array<string>")))
                .withColumn("changed", F.col("assignment") != F.col("prev"))
-               .groupBy("group_id", "member_id").agg(
+               .groupBy(*keys).agg(
                    F.count(F.when(F.col("changed"), 1)).alias("adecoded"),
                    F.sort_array(F.array_distinct(F.flatten(F.collect_list(
                        F.array_except("assignment", "prev"))))).alias("partitions_gained"),
@@ -127,9 +135,9 @@ def _assignment_history(mf: DataFrame, names: DataFrame) -> DataFrame:
                    F.max_by("assignment", "ts").alias("final_assignment")))
     opaque = (classic.where(F.col("assignment").isNull())
               .withColumn("prev", F.lag("raw").over(w))
-              .groupBy("group_id", "member_id").agg(
+              .groupBy(*keys).agg(
                   F.count(F.when(~F.col("raw").eqNullSafe(F.col("prev")), 1)).alias("aopaque")))
-    return decoded.join(opaque, ["group_id", "member_id"], "full")
+    return decoded.join(opaque, keys, "full")
 
 
 MISSED_HEARTBEATS = 2
@@ -156,10 +164,26 @@ def _ended(last_event: Column, last_error: Column, last_seen: Column, capture_en
             .otherwise("alive"))
 
 
+def _incarnations(mf: DataFrame) -> DataFrame:
+    """`incarnation` on each member frame: 1, plus one at every KIP-848 heartbeat at member epoch 0 (a join) after a
+    response that refused the member id with a fencing error since its previous join."""
+    order = Window.partitionBy(*MEMBER).orderBy("ts", "correlation_id")
+    earlier = order.rowsBetween(Window.unboundedPreceding, -1)
+    join = (F.col("api_key") == ApiKey.CONSUMER_GROUP_HEARTBEAT) & (F.col("member_epoch") == 0)
+    refused = F.max(F.when(F.col("error_name").isin(MEMBER_FENCING), F.col("ts"))).over(earlier)
+    joined = F.max(F.when(join, F.col("ts"))).over(earlier)
+    rejoin = join & refused.isNotNull() & (joined.isNull() | (refused > joined))
+    return (mf.withColumn("_rejoin", F.when(rejoin, 1).otherwise(0))
+            .withColumn("incarnation", (1 + F.sum("_rejoin").over(order.rowsBetween(Window.unboundedPreceding, 0)))
+                        .cast("int"))
+            .drop("_rejoin"))
+
+
 def members(frames: DataFrame, batches: DataFrame) -> DataFrame:
-    mf = member_frames(frames)
+    mf = _incarnations(member_frames(frames))
+    keys = [*MEMBER, "incarnation"]
     ok = is_ok(F.col("error_code"))
-    earlier = Window.partitionBy("group_id", "member_id").orderBy("ts").rowsBetween(Window.unboundedPreceding, -1)
+    earlier = Window.partitionBy(*keys).orderBy("ts").rowsBetween(Window.unboundedPreceding, -1)
     events = (mf.withColumn("event", F.when(is_leave(), "leave").otherwise("request"))
               .withColumn("timeout_ms", session_timeout_ms())
               .withColumn("beat_ms", heartbeat_interval_ms())
@@ -169,7 +193,7 @@ def members(frames: DataFrame, batches: DataFrame) -> DataFrame:
     member_epoch = F.when((F.col("api_key") == ApiKey.CONSUMER_GROUP_HEARTBEAT) & ok
                           & (F.col("response_member_epoch") > 0), F.col("response_member_epoch"))
     last = F.struct("ts", "correlation_id")
-    agg = events.groupBy("group_id", "member_id").agg(
+    agg = events.groupBy(*keys).agg(
         F.first("kind").alias("kind"),
         F.max("group_instance_id").alias("group_instance_id"),
         F.min_by("client_id", "ts").alias("client_id"),
@@ -190,9 +214,9 @@ def members(frames: DataFrame, batches: DataFrame) -> DataFrame:
         F.max_by("beat_ms", F.when(F.col("beat_ms").isNotNull(), F.col("ts"))).alias("beat_ms"),
         F.max_by("ok_before", last).alias("ok_before"),
     )
-    history = _assignment_history(mf, topic_names(batches))
+    history = _assignment_history(mf, topic_names(batches), keys)
     empty = F.array().cast("array<string>")
-    out = (agg.join(history, ["group_id", "member_id"], "left").crossJoin(F.broadcast(capture_bounds(frames)))
+    out = (agg.join(history, keys, "left").crossJoin(F.broadcast(capture_bounds(frames)))
            .withColumn("assignment_changes", F.coalesce("adecoded", F.lit(0)) + F.coalesce("aopaque", F.lit(0)))
            .withColumn("partitions_gained", F.coalesce("partitions_gained", empty))
            .withColumn("partitions_lost", F.coalesce("partitions_lost", empty))

@@ -112,13 +112,19 @@ def test_a_static_member_restarted_within_its_session_is_no_rebalance(truth, tab
         assert r["members_after"] <= 3, r
 
 
-@pytest.mark.xfail(strict=True, reason="sessions/members has one row per member id; the Java client keeps its member "
-                   "id when it rejoins after being fenced, so the expired life and the rejoined one are one row that "
-                   "ends `left` (joins 2)")
 def test_the_frozen_member_life_ended_expired(truth, tables):
+    """The Java client keeps its member id when it rejoins after being fenced: the expired life is the member id's
+    first incarnation, ended at its refusal, and the rejoined one its second."""
     (stall,) = _events(truth, "stall")
-    ended = {(m["ended"], m["end_error"]) for m in tables["members"] if m["member_id"] == stall["member_id"]}
-    assert ("expired", truth["fenced_epochs"][0]["error_name"]) in ended
+    lives = sorted((m for m in tables["members"] if m["member_id"] == stall["member_id"]),
+                   key=lambda m: m["incarnation"])
+    assert [(m["incarnation"], m["ended"], m["end_error"]) for m in lives][:1] == [
+        (1, "expired", truth["fenced_epochs"][0]["error_name"])]
+    assert [m["incarnation"] for m in lives] == [1, 2] and lives[1]["ended"] == "left"
+    (want,) = truth["fenced_epochs"]
+    started = datetime.fromisoformat(truth["started_at"]).timestamp()
+    assert abs(_wall(lives[0]["end_ts"]) - (started + want["t"])) < 0.5
+    assert _wall(lives[0]["end_ts"]) <= _wall(lives[1]["first_seen"])
 
 
 @pytest.fixture(scope="module")

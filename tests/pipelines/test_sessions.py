@@ -66,7 +66,27 @@ def test_kip848_member_assignments_and_leave(spark):
         client_host="10.0.0.1", conn_ids=["c1"], first_seen=t(1), last_seen=t(4), generations=[],
         member_epochs=[1, 2], joins=1, heartbeats=2, assignment_changes=2,
         partitions_gained=["orders:0", "orders:1", "orders:2"], partitions_lost=["orders:0"],
-        final_assignment=["orders:1", "orders:2"], ended="left", end_ts=t(4), end_error=None)]))
+        final_assignment=["orders:1", "orders:2"], ended="left", end_ts=t(4), end_error=None, incarnation=1)]))
+
+
+def test_a_kip848_member_removed_and_rejoining_under_its_member_id_is_a_new_incarnation(spark):
+    """The Java consumer keeps its member id when it rejoins after its session timeout (Apache Kafka 4.4 sample):
+    the expired life keeps its refusal and its time; the rejoin at epoch 0 is the member id's second row."""
+    joined = {"member_id": "m1", "member_epoch": 4, "heartbeat_interval_ms": 1000,
+              "assignment": {"topic_partitions": [{"topic_id": "TID", "partitions": [0]}]}}
+    frames = [frame(CGH, "ConsumerGroupHeartbeat", 1, group_id="g", member_id="m1", member_epoch=0,
+                    response_member_epoch=4, response=joined), hb(2, 4, 4),
+              hb(9, 4, 0, error_code=25, error_name="UNKNOWN_MEMBER_ID"),
+              frame(OFFSET_COMMIT, "OffsetCommit", 9.5, group_id="g", member_id="m1", error_code=25,
+                    error_name="UNKNOWN_MEMBER_ID", request={"generation_id_or_member_epoch": -1, "member_id": "m1"}),
+              hb(10, 0, 6, [1]), hb(11, 6, 6), hb(12, -1, -1)]
+    batches = [batch("fetch", 1, "orders", 0, 0, 0, topic_id="TID")]
+    got = [(r["member_id"], r["incarnation"], r["member_epochs"], r["joins"], r["final_assignment"], r["ended"],
+            r["end_ts"], r["end_error"])
+           for r in rows(members(table(spark, FRAMES, frames), table(spark, BATCHES, batches)))]
+    assert sorted(got, key=lambda r: r[1]) == [
+        ("m1", 1, [4], 1, ["orders:0"], "expired", "2026-01-01T00:00:09.501000Z", "UNKNOWN_MEMBER_ID"),
+        ("m1", 2, [6], 1, ["orders:1"], "left", "2026-01-01T00:00:12.000000Z", None)]
 
 
 def test_epoch_events_keep_only_changes_with_their_response(spark):
