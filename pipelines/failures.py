@@ -79,10 +79,11 @@ def explain(exc: BaseException, report: str, log: str | None) -> str:
 
 @contextmanager
 def spark_failures(report: str, log: str | None) -> Iterator[None]:
-    """Inside, a failed Spark job (or a JVM that died) is a `CommandError`, unless it follows an interrupt."""
+    """Inside, a failed Spark job (or a JVM that died) is a `CommandError`, unless it follows an interrupt. A JVM that
+    died is also a refused connection, when py4j opens a new one to it (restoring settings in a `finally`)."""
     try:
         yield
-    except (Py4JError, CapturedException) as exc:
+    except (Py4JError, CapturedException, ConnectionError) as exc:
         if interrupted(exc):
             raise KeyboardInterrupt from exc
         raise CommandError(explain(exc, report, log)) from exc

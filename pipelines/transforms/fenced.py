@@ -48,10 +48,14 @@ def _fold(rows: DataFrame) -> DataFrame:
     else the one after: the Java consumer, once fenced, commits without its member epoch and is refused again for the
     same fencing (its commit's answer can arrive before its heartbeat's)."""
     error = F.coalesce(F.col("error_name"), F.lit(""))
-    party = Window.partitionBy("kind", "party", "inferred", error).orderBy("ts", "conn_id", "correlation_id")
+    order = ["ts", "conn_id", "correlation_id"]
+    party = Window.partitionBy("kind", "party", "inferred", error)
     known = F.when(F.col("stale_epoch") >= 0, F.col("stale_epoch"))
-    nearest = F.coalesce(F.last(known, ignorenulls=True).over(party),
-                         F.first(known, ignorenulls=True).over(party.rowsBetween(0, Window.unboundedFollowing)))
+    # the one after as the last one over the reversed order: a frame from the row to the partition's end would be
+    # evaluated again for every row
+    after = party.orderBy(*[F.col(c).desc() for c in order]).rowsBetween(Window.unboundedPreceding, 0)
+    nearest = F.coalesce(F.last(known, ignorenulls=True).over(party.orderBy(*order)),
+                         F.last(known, ignorenulls=True).over(after))
     epoch = F.coalesce(F.when(F.col("stale_epoch") < 0, nearest), F.col("stale_epoch"))
     key = ["kind", "party", "_epoch", "inferred", error]
     ordered = Window.partitionBy(*key).orderBy("ts", "conn_id", "correlation_id")

@@ -1,10 +1,12 @@
 """Which masters `get_spark` treats as this machine: those get loopback binding, few shuffle partitions and the
-driver's Python on executors."""
+driver's Python on executors; and how a JVM's failures read."""
 
 from __future__ import annotations
 
 import pytest
 
+from kafkatap.errors import CommandError
+from kafkatap.pipelines.failures import spark_failures
 from kafkatap.pipelines.spark import on_this_machine
 
 
@@ -18,3 +20,18 @@ def test_local_mode_and_loopback_masters_are_this_machine(master):
                                     "spark://spark-master:7077", "spark://127.0.0.1:7077,10.0.0.5:7077"])
 def test_other_masters_are_a_cluster(master):
     assert not on_this_machine(master)
+
+
+def test_a_refused_connection_to_a_jvm_the_interrupt_stopped_is_the_interrupt():
+    """Ctrl-C or SIGTERM kills the JVM too; a `finally` restoring settings then meets a refused connection (py4j
+    opens a new one), which must still end as the interrupt (exit 130), and without one as Spark's failure."""
+    def refused_after_interrupt():
+        try:
+            raise KeyboardInterrupt
+        finally:
+            raise ConnectionRefusedError(111, "Connection refused")
+
+    with pytest.raises(KeyboardInterrupt), spark_failures("REPORT", None):
+        refused_after_interrupt()
+    with pytest.raises(CommandError, match="Spark stopped answering"), spark_failures("REPORT", None):
+        raise ConnectionRefusedError(111, "Connection refused")
