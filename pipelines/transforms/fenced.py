@@ -58,7 +58,7 @@ def _fold(rows: DataFrame) -> DataFrame:
                          F.last(known, ignorenulls=True).over(after))
     epoch = F.coalesce(F.when(F.col("stale_epoch") < 0, nearest), F.col("stale_epoch"))
     key = ["kind", "party", "_epoch", "inferred", error]
-    ordered = Window.partitionBy(*key).orderBy("ts", "conn_id", "correlation_id")
+    ordered = Window.partitionBy(*key).orderBy(*order)
     whole = Window.partitionBy(*key)
     return (rows.withColumn("_epoch", epoch).withColumn("_n", F.row_number().over(ordered))
             .withColumn("requests", F.count(F.lit(1)).over(whole))

@@ -41,7 +41,8 @@ def with_consumed(deliveries: DataFrame, committed: DataFrame) -> DataFrame:
     continue where the delivery ended (its next fetch starts elsewhere, or its next commit jumps past offsets it
     never fetched), its position was reset in between (the partition was revoked and reassigned, or reset to the
     committed offset): the delivery is then cut where a refetch goes back to, or else at the member's last commit
-    before it (auto-commit clients commit on revocation). Members that never commit the partition give no evidence: their fetches count whole."""
+    before it (auto-commit clients commit on revocation). Members that never commit the partition give no evidence:
+    their fetches count whole."""
     key = ["group_id", "member_id", "topic", "partition"]
     # The windows sort a narrow projection (the wide delivery rows are joined back by id), and only for the
     # partitions the member committed: without a commit a delivery counts whole, so no sort can change it.
