@@ -12,8 +12,12 @@ assignment at E that takes partitions away from what the member was handed at E 
 target, so it belongs to the next episode. An episode opens with the first heartbeat response after the previous
 episode that hands a member a new assignment or a new epoch, or with a member's leave (a heartbeat at epoch -1),
 whichever comes first. A join (epoch 0) opens nothing by itself: the assignor may have nothing to give the joiner.
-Every row: kind, group_id, start_ts, end_ts, generation_or_epoch, rounds, before (member ids of the previous
-episode), after, prev_end, open_evidence, close_evidence.
+A KIP-848 member is its static instance id where it has one: a static member restarted under its group.instance.id
+comes back with a new member id at the epoch it left, restated its assignment, and the group does not rebalance; an
+assignment that restates what the member holds at the epoch it holds is nothing new (no signal, no reconciliation).
+Every row: kind, group_id, start_ts, end_ts, generation_or_epoch, rounds, before (the previous episode's members as
+{member: its latest member id}, a member being a KIP-848 static instance id, else the member id), after, prev_end,
+open_evidence, close_evidence.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from kafkatap.pipelines.transforms.common import is_ok, request_source, response
 from kafkatap.pipelines.transforms.members import member_frames
 
 _ASSIGNED = "array<struct<topic_id:string,partitions:array<int>>>"
+_MEMBERS = "map<string,string>"
 COLUMNS = ["kind", "group_id", "start_ts", "end_ts", "generation_or_epoch", "rounds", "before", "after", "prev_end",
            "open_evidence", "close_evidence"]
 
@@ -39,7 +44,7 @@ def _response_at() -> F.Column:
 def _with_previous(closed: DataFrame, kind: str) -> DataFrame:
     """Add `before` and `prev_end` from the group's previous episode."""
     order = Window.partitionBy("group_id").orderBy("end_ts")
-    return (closed.withColumn("before", F.coalesce(F.lag("after").over(order), F.array().cast("array<string>")))
+    return (closed.withColumn("before", F.coalesce(F.lag("after").over(order), F.create_map().cast(_MEMBERS)))
             .withColumn("prev_end", F.lag("end_ts").over(order)).withColumn("kind", F.lit(kind)))
 
 
@@ -51,7 +56,8 @@ def _opened(episodes: DataFrame, signals: DataFrame) -> DataFrame:
                                       & (F.col("e.prev_end").isNull() | (F.col("s.ts") > F.col("e.prev_end"))))
              .groupBy("e.group_id", "e.end_ts").agg(F.min_by(F.struct("s.ts", "s.evidence"), "s.ts").alias("o")))
     return (episodes.join(first, ["group_id", "end_ts"], "left")
-            .withColumn("start_ts", F.least(F.coalesce(F.col("o.ts"), F.col("fallback_start")), F.col("fallback_start")))
+            .withColumn("start_ts", F.least(F.coalesce(F.col("o.ts"), F.col("fallback_start")),
+                                            F.col("fallback_start")))
             .withColumn("open_evidence", F.when(F.col("o.ts") <= F.col("fallback_start"), F.col("o.evidence"))
                         .otherwise(F.col("fallback_evidence")))
             .select(*COLUMNS))
@@ -69,10 +75,11 @@ def classic_episodes(frames: DataFrame) -> DataFrame:
                       F.coalesce("ts_response", "ts_request").alias("ts"), _response_at().alias("evidence")))
     gens = (joined.groupBy("group_id", "gen").agg(F.array_sort(F.collect_set("member_id")).alias("after"),
                                                   F.min_by(F.struct("ts", "evidence"), "ts").alias("j"))
+            .withColumn("after", F.map_from_arrays("after", "after"))
             .join(synced.groupBy("group_id", "gen").agg(F.collect_set("member_id").alias("synced"),
                                                         F.max_by(F.struct("ts", "evidence"), "ts").alias("s")),
                   ["group_id", "gen"], "left"))
-    complete = F.coalesce(F.size(F.array_except("after", "synced")) == 0, F.lit(False))
+    complete = F.coalesce(F.size(F.array_except(F.map_keys("after"), "synced")) == 0, F.lit(False))
     order = Window.partitionBy("group_id").orderBy("gen")
     closed = (gens.withColumn("complete", complete)
               # generations since the previous complete one are this episode's rounds
@@ -82,7 +89,8 @@ def classic_episodes(frames: DataFrame) -> DataFrame:
               .where(F.col("complete"))
               .select("group_id", F.col("gen").alias("generation_or_epoch"), "rounds", "after",
                       F.col("s.ts").alias("end_ts"), F.col("s.evidence").alias("close_evidence"),
-                      F.col("fallback.ts").alias("fallback_start"), F.col("fallback.evidence").alias("fallback_evidence")))
+                      F.col("fallback.ts").alias("fallback_start"),
+                      F.col("fallback.evidence").alias("fallback_evidence")))
     rip = ((F.col("error_code") == ErrorCode.REBALANCE_IN_PROGRESS)
            & F.col("api_key").isin(ApiKey.HEARTBEAT, ApiKey.OFFSET_COMMIT, ApiKey.SYNC_GROUP))
     signals = mf.where(rip | F.col("api_key").isin(ApiKey.JOIN_GROUP, ApiKey.LEAVE_GROUP)).select(
@@ -93,29 +101,36 @@ def classic_episodes(frames: DataFrame) -> DataFrame:
 
 
 def kip848_episodes(frames: DataFrame) -> DataFrame:
-    mf = member_frames(frames).where(F.col("kind") == "consumer_group")
+    mf = (member_frames(frames).where(F.col("kind") == "consumer_group")
+          .withColumn("member", F.coalesce(F.max("group_instance_id").over(Window.partitionBy("group_id", "member_id")),
+                                           F.col("member_id"))))
     hb = (mf.where((F.col("api_key") == ApiKey.CONSUMER_GROUP_HEARTBEAT) & is_ok(F.col("error_code"))
                    & (F.col("response_member_epoch") > 0))
-          .select("group_id", "member_id", F.col("response_member_epoch").alias("epoch"),
+          .select("group_id", "member", "member_id", F.col("response_member_epoch").alias("epoch"),
                   F.coalesce("ts_response", "ts_request").alias("ts"), _response_at().alias("evidence"),
                   F.from_json(F.get_json_object("response_json", "$.assignment.topic_partitions"), _ASSIGNED)
                   .alias("assigned")))
-    hb = (hb.withColumn("assigns", F.col("assigned").isNotNull())
-          .withColumn("held", F.flatten(F.transform("assigned", lambda tp: F.transform(
-              tp["partitions"], lambda p: F.concat_ws(":", tp["topic_id"], p.cast("string")))))))
+    held = F.array_sort(F.flatten(F.transform("assigned", lambda tp: F.transform(
+        tp["partitions"], lambda p: F.concat_ws(":", tp["topic_id"], p.cast("string"))))))
+    mine = Window.partitionBy("group_id", "member").orderBy("ts")
+    last_held = F.last(F.when(F.col("assigned").isNotNull(), F.col("held")), ignorenulls=True).over(
+        mine.rowsBetween(Window.unboundedPreceding, -1))
+    restated = (F.lag("epoch").over(mine) == F.col("epoch")) & (last_held == F.col("held"))
+    hb = (hb.withColumn("held", held)
+          .withColumn("assigns", F.col("assigned").isNotNull() & ~F.coalesce(restated, F.lit(False))))
     # a member has reconciled to E when it first holds E and has received the last assignment handed at E; an
     # assignment at E after a higher epoch was handed in the group, or one that takes partitions away from the
     # member's previous assignment at E, is a revocation towards the next target instead
     earlier = Window.partitionBy("group_id").orderBy("ts").rowsBetween(Window.unboundedPreceding, -1)
-    previous = Window.partitionBy("group_id", "member_id", "epoch", "assigns").orderBy("ts")
+    previous = Window.partitionBy("group_id", "member", "epoch", "assigns").orderBy("ts")
     revokes = F.coalesce(F.size(F.array_except(F.lag("held").over(previous), "held")) > 0, F.lit(False))
     at_target = (F.col("assigns") & ~revokes
                  & ~F.coalesce(F.max("epoch").over(earlier) > F.col("epoch"), F.lit(False)))
-    reached = (hb.withColumn("_at_target", at_target).groupBy("group_id", "member_id", "epoch").agg(F.greatest(
+    reached = (hb.withColumn("_at_target", at_target).groupBy("group_id", "member", "epoch").agg(F.greatest(
         F.min(F.struct("ts", "evidence")), F.max(F.when(F.col("_at_target"), F.struct("ts", "evidence"))))
-        .alias("r")))
+        .alias("r"), F.max_by("member_id", "ts").alias("member_id")))
     epochs = reached.groupBy("group_id", "epoch").agg(
-        F.array_sort(F.collect_set("member_id")).alias("members"), F.min("r").alias("first"),
+        F.map_from_entries(F.collect_list(F.struct("member", "member_id"))).alias("members"), F.min("r").alias("first"),
         F.max("r").alias("last"))
     order = Window.partitionBy("group_id").orderBy("epoch")
     before = order.rowsBetween(Window.unboundedPreceding, -1)

@@ -34,15 +34,19 @@ def topic_names(batches: DataFrame) -> DataFrame:
 @intermediate
 def member_frames(frames: DataFrame) -> DataFrame:
     """Coordinator frames of consumer-group members (commits included: a refused commit can be how a member learns
-    it was fenced), with the member id the broker answered where it assigned one."""
+    it was fenced), with the member id the broker answered where it assigned one, and the static instance id of
+    KIP-848 members too (ConsumerGroupHeartbeat names it `instance_id`, so the dissector's column misses it)."""
     member = F.coalesce(F.when(F.col("api_key").isin(ApiKey.JOIN_GROUP, ApiKey.CONSUMER_GROUP_HEARTBEAT),
                                nonempty(response_str("$.member_id"))),
                         nonempty(F.col("member_id")), nonempty(request_str("$.members[0].member_id")))
+    instance = F.coalesce(F.col("group_instance_id"), F.when(
+        F.col("api_key") == ApiKey.CONSUMER_GROUP_HEARTBEAT, nonempty(request_str("$.instance_id"))))
     kinds = group_kinds(frames)
     return (with_client_host(frames)
             .where(F.col("api_key").isin(ApiKey.JOIN_GROUP, ApiKey.HEARTBEAT, ApiKey.LEAVE_GROUP, ApiKey.SYNC_GROUP,
                                          ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.OFFSET_COMMIT))
             .withColumn("member_id", member).where(F.col("member_id").isNotNull())
+            .withColumn("group_instance_id", instance)
             .join(kinds.where(F.col("kind") != "share_group"), "group_id", "inner")
             .withColumn("ts", F.coalesce("ts_request", "ts_response")))
 

@@ -59,7 +59,8 @@ def _triggers(eps: DataFrame, causes: DataFrame) -> DataFrame:
     member = F.col("c.member_id")
     relevant = (F.when(F.col("c.cause") == "member_joined", F.array_contains("e.members_joined", member))
                 .when(F.col("c.cause") == "subscription_changed",
-                      F.array_contains("e.before", member) & F.array_contains("e.after", member))
+                      F.array_contains(F.map_values("e.before"), member)
+                      & F.array_contains(F.map_values("e.after"), member))
                 .otherwise(F.array_contains("e.members_left", member)))
     seen = (e.join(c, (F.col("c.group_id") == F.col("e.group_id")) & (F.col("c.ts") <= F.col("e.end_ts"))
                    & (F.col("e.prev_end").isNull() | (F.col("c.ts") > F.col("e.prev_end"))))
@@ -138,10 +139,17 @@ def _moves(eps: DataFrame, owned: DataFrame, batches: DataFrame) -> DataFrame:
         F.max(unfetched).alias("fetch_gap_s"), F.sum(unfetched).alias("fetch_gap_partition_s")))
 
 
+def _arrived(members: str, others: str) -> Column:
+    """The member ids of `members` (an episode's {member: member id}) whose member is not in `others`: a static
+    instance back under a new member id has not arrived."""
+    return F.array_sort(F.transform(F.array_except(F.map_keys(members), F.map_keys(others)),
+                                    lambda m: F.element_at(F.col(members), m)))
+
+
 def rebalances(frames: DataFrame, batches: DataFrame) -> DataFrame:
     eps = (episodes(frames)
-           .withColumn("members_joined", F.array_sort(F.array_except("after", "before")))
-           .withColumn("members_left", F.array_sort(F.array_except("before", "after"))))
+           .withColumn("members_joined", _arrived("after", "before"))
+           .withColumn("members_left", _arrived("before", "after")))
     key = ["group_id", "end_ts"]
     return (eps.join(_triggers(eps, _causes(frames)), key, "left")
             .join(_moves(eps, ownership(frames, batches), batches), key, "left")
