@@ -51,6 +51,16 @@ def member_frames(frames: DataFrame) -> DataFrame:
             .withColumn("ts", F.coalesce("ts_request", "ts_response")))
 
 
+@intermediate
+def member_keys(frames: DataFrame) -> DataFrame:
+    """(group_id, member_id, member): who a member is to its group. A KIP-848 static member restarted under its
+    group.instance.id comes back with a new member id at the epoch it left and the group does not rebalance, so its
+    member is its instance id; every other member's is its member id."""
+    instance = F.when(F.first("kind") == "consumer_group", F.max("group_instance_id"))
+    return (member_frames(frames).groupBy("group_id", "member_id")
+            .agg(F.coalesce(instance, F.col("member_id")).alias("member")))
+
+
 def is_leave() -> Column:
     """A member frame that leaves the group: a LeaveGroup, or a KIP-848 heartbeat at member epoch -1 (leave) or -2
     (a static member's leave)."""
