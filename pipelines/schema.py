@@ -491,7 +491,8 @@ SHARE_RECORDS = table(
            "acknowledgement of it (`ack_type`, `ack_ts`, `ack_error`: the error its response named, null when "
            "accepted) and how the delivery `end`ed: `accepted`, `released`, `rejected`, `gap` (an ack the broker "
            "took), `lock_timeout` (no ack taken before the lock ran out), `reacquired` (acquired again before the "
-           "lock ran out with no ack taken: the broker took the records back early, e.g. the share session closed), "
+           "lock could have run out, counted from the ShareFetch request, with no ack taken: the broker took the "
+           "records back early, e.g. the share session closed), "
            "`held` (still locked when the capture ends)."),
     column("delivered", pa.int64(), "Acquisitions the capture holds (size of `deliveries`)."),
     column("max_delivery_count", pa.int32(), "The broker's highest delivery count for the range."),

@@ -46,6 +46,7 @@ class Spec:
     description: str
     tansu_port: int | None = None  # for a synthetic sample: the simulated broker's port
     kafka_port: int | None = None  # one Apache Kafka 4.4 node (samples/kafka.py) on this port
+    kafka_config: dict[str, object] = field(default_factory=dict)  # its server.properties beyond samples/kafka.py's
     mock_brokers: int = 0
     tshark_comparable: bool = False
     synthetic: bool = False  # written by samples.synthetic: no broker runs, run() leaves its Wire in env.wire
@@ -157,8 +158,8 @@ def _capture(spec: Spec, module, truth: Truth, log: RequestLog, pcap: Path) -> t
             advertised = spec.tls.port if spec.tls else None
             tansu = stack.enter_context(Tansu(spec.tansu_port, advertised=advertised)) if spec.tansu_port else None
             workdir = Path(tempfile.mkdtemp(prefix=f"kafkatap-{spec.name}-")) if spec.kafka_port else None
-            kafka = stack.enter_context(Kafka(workdir / "kafka", 1, [spec.kafka_port], request_log=True)) \
-                if spec.kafka_port else None
+            kafka = stack.enter_context(Kafka(workdir / "kafka", 1, [spec.kafka_port], overrides=spec.kafka_config,
+                                              request_log=True)) if spec.kafka_port else None
             tls = stack.enter_context(TlsClients(spec.tls, spec.tansu_port, _keylog(pcap))) if spec.tls else None
             if tls:
                 ports = [spec.tls.port]  # the clients' side only: the terminator's own leg to Tansu is plaintext

@@ -34,17 +34,31 @@ def topic_names(batches: DataFrame) -> DataFrame:
 @intermediate
 def member_frames(frames: DataFrame) -> DataFrame:
     """Coordinator frames of consumer-group members (commits included: a refused commit can be how a member learns
-    it was fenced), with the member id the broker answered where it assigned one."""
+    it was fenced), with the member id the broker answered where it assigned one, and the static instance id of
+    KIP-848 members too (ConsumerGroupHeartbeat names it `instance_id`, so the dissector's column misses it)."""
     member = F.coalesce(F.when(F.col("api_key").isin(ApiKey.JOIN_GROUP, ApiKey.CONSUMER_GROUP_HEARTBEAT),
                                nonempty(response_str("$.member_id"))),
                         nonempty(F.col("member_id")), nonempty(request_str("$.members[0].member_id")))
+    instance = F.coalesce(F.col("group_instance_id"), F.when(
+        F.col("api_key") == ApiKey.CONSUMER_GROUP_HEARTBEAT, nonempty(request_str("$.instance_id"))))
     kinds = group_kinds(frames)
     return (with_client_host(frames)
             .where(F.col("api_key").isin(ApiKey.JOIN_GROUP, ApiKey.HEARTBEAT, ApiKey.LEAVE_GROUP, ApiKey.SYNC_GROUP,
                                          ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.OFFSET_COMMIT))
             .withColumn("member_id", member).where(F.col("member_id").isNotNull())
+            .withColumn("group_instance_id", instance)
             .join(kinds.where(F.col("kind") != "share_group"), "group_id", "inner")
             .withColumn("ts", F.coalesce("ts_request", "ts_response")))
+
+
+@intermediate
+def member_keys(frames: DataFrame) -> DataFrame:
+    """(group_id, member_id, member): who a member is to its group. A KIP-848 static member restarted under its
+    group.instance.id comes back with a new member id at the epoch it left and the group does not rebalance, so its
+    member is its instance id; every other member's is its member id."""
+    instance = F.when(F.first("kind") == "consumer_group", F.max("group_instance_id"))
+    return (member_frames(frames).groupBy("group_id", "member_id")
+            .agg(F.coalesce(instance, F.col("member_id")).alias("member")))
 
 
 def is_leave() -> Column:

@@ -17,7 +17,7 @@ from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 from kafkatap.pipelines.storage import client_host
 from kafkatap.pipelines.transforms.common import MEMBER_FENCING, request_str, with_client_host
 from kafkatap.pipelines.transforms.episodes import episodes
-from kafkatap.pipelines.transforms.members import is_leave, member_frames
+from kafkatap.pipelines.transforms.members import is_leave, member_frames, member_keys
 from kafkatap.pipelines.transforms.ownership import ownership
 
 OUTPUT = ["group_id", "kind", "start_ts", "end_ts", "duration_s", "generation_or_epoch", "rounds", "members_before",
@@ -98,19 +98,27 @@ def _fetch_gaps(both: DataFrame, batches: DataFrame) -> DataFrame:
 
 
 def _owner(name: str, column: str) -> Column:
-    """An ownership row as the struct `_moves` compares: the member, its client and host, and `column` as `name`."""
-    return F.struct(F.col("o.member_id").alias("member_id"), F.col("o.client_id").alias("client_id"),
+    """An ownership row as the struct `_moves` compares: the member (`member_keys`), its member id, client and host,
+    and `column` as `name`."""
+    return F.struct(F.col("o.member").alias("member"), F.col("o.member_id").alias("member_id"),
+                    F.col("o.client_id").alias("client_id"),
                     client_host(F.substring_index(F.col("o.conn_id"), ">", 1)).alias("client_host"),
                     F.col(column).alias(name))
 
 
 def _moves(eps: DataFrame, owned: DataFrame, batches: DataFrame) -> DataFrame:
     """partitions_moved / moved_partitions / stalled_s / fetch_gap_s / fetch_gap_partition_s per episode: owners at
-    the previous close against owners at this close; a moved partition is unowned from its old owner's release (or
-    the episode's start, when it had none) to its new owner's assignment (or the episode's end, when it has none),
-    and unfetched from its old owner's last fetch of its records to its new owner's first."""
+    the previous close against owners at this close, as members (a static instance and its replacement are one); a
+    moved partition is unowned from its old owner's last release (or the episode's start, when it had none) to its
+    new owner's assignment (or the episode's end, when it has none), and unfetched from its old owner's last fetch of
+    its records to its new owner's first."""
     e = eps.select("group_id", "end_ts", "prev_end", "start_ts").alias("e")
     o = owned.alias("o")
+    # a static instance's replacement holds on to what the instance held: its member's release is the last one
+    released = (e.join(o, (F.col("o.group_id") == F.col("e.group_id")) & F.col("e.prev_end").isNotNull()
+                       & (F.col("o.own_end") >= F.col("e.prev_end")) & (F.col("o.own_start") <= F.col("e.end_ts")))
+                .groupBy("e.group_id", "e.end_ts", "o.topic", "o.partition", "o.member")
+                .agg(F.max("o.own_end").alias("_released")))
     same = (F.col("o.group_id") == F.col("e.group_id"))
     old = (e.join(o, same & F.col("e.prev_end").isNotNull() & (F.col("o.own_start") <= F.col("e.prev_end"))
                   & (F.col("o.own_end") >= F.col("e.prev_end")))
@@ -120,10 +128,13 @@ def _moves(eps: DataFrame, owned: DataFrame, batches: DataFrame) -> DataFrame:
            .select("e.group_id", "e.end_ts", "o.topic", "o.partition", _owner("taken", "o.own_start").alias("new")))
     key = ["group_id", "end_ts", "topic", "partition"]
     # a zombie still holding a partition is not its owner: the member handed it last is
-    old = old.groupBy(key).agg(F.max_by("old", "own_start").alias("old"))
+    old = (old.groupBy(key).agg(F.max_by("old", "own_start").alias("old")).withColumn("member", F.col("old.member"))
+           .join(released, [*key, "member"], "left")
+           .withColumn("old", F.col("old").withField("released", F.greatest("old.released", "_released")))
+           .select(*key, "old"))
     new = new.groupBy(key).agg(F.max_by("new", "new.taken").alias("new"))
     both = (old.join(new, key, "full").join(eps.select("group_id", "end_ts", "start_ts"), ["group_id", "end_ts"])
-            .where(~F.col("old.member_id").eqNullSafe(F.col("new.member_id"))))
+            .where(~F.col("old.member").eqNullSafe(F.col("new.member"))))
     unowned = _seconds(F.coalesce(F.col("old.released"), F.col("start_ts")),
                        F.coalesce(F.col("new.taken"), F.col("end_ts")))
     gaps = _fetch_gaps(both, batches)
@@ -138,13 +149,21 @@ def _moves(eps: DataFrame, owned: DataFrame, batches: DataFrame) -> DataFrame:
         F.max(unfetched).alias("fetch_gap_s"), F.sum(unfetched).alias("fetch_gap_partition_s")))
 
 
+def _arrived(ids: str, others: str) -> Column:
+    """The member ids `ids` (an episode's `before` or `after`) whose member (`<ids>_members`) is none of `others`':
+    a static instance back under a new member id has not arrived."""
+    return F.filter(ids, lambda m: ~F.array_contains(F.map_values(f"{others}_members"),
+                                                     F.element_at(F.col(f"{ids}_members"), m)))
+
+
 def rebalances(frames: DataFrame, batches: DataFrame) -> DataFrame:
     eps = (episodes(frames)
-           .withColumn("members_joined", F.array_sort(F.array_except("after", "before")))
-           .withColumn("members_left", F.array_sort(F.array_except("before", "after"))))
+           .withColumn("members_joined", _arrived("after", "before"))
+           .withColumn("members_left", _arrived("before", "after")))
     key = ["group_id", "end_ts"]
     return (eps.join(_triggers(eps, _causes(frames)), key, "left")
-            .join(_moves(eps, ownership(frames, batches), batches), key, "left")
+            .join(_moves(eps, ownership(frames, batches).join(member_keys(frames), ["group_id", "member_id"], "left")
+                         .withColumn("member", F.coalesce("member", "member_id")), batches), key, "left")
             .withColumn("duration_s", _seconds(F.col("start_ts"), F.col("end_ts")))
             .withColumn("members_before", F.size("before").cast("int"))
             .withColumn("members_after", F.size("after").cast("int"))

@@ -38,11 +38,12 @@ def _error_name(code: Column) -> Column:
 
 
 def _responses(frames: DataFrame) -> DataFrame:
-    """Per ShareFetch / ShareAcknowledge exchange: the lock duration and the top-level error of the response (a
-    session error refuses every ack of the request, though its partitions list is empty)."""
+    """Per ShareFetch / ShareAcknowledge exchange: when it was requested, the lock duration and the top-level error
+    of the response (a session error refuses every ack of the request, though its partitions list is empty)."""
     return (frames.where(F.col("api_key").isin(ApiKey.SHARE_FETCH, ApiKey.SHARE_ACKNOWLEDGE))
             .groupBy("conn_id", "correlation_id")
-            .agg(F.max(F.get_json_object("response_json", "$.acquisition_lock_timeout_ms").cast("int"))
+            .agg(F.min("ts_request").alias("requested"),
+                 F.max(F.get_json_object("response_json", "$.acquisition_lock_timeout_ms").cast("int"))
                  .alias("lock_ms"),
                  F.max(F.get_json_object("response_json", "$.error_code").cast("int")).alias("top_error")))
 
@@ -50,7 +51,8 @@ def _responses(frames: DataFrame) -> DataFrame:
 def _acquisitions(share: DataFrame, responses: DataFrame) -> DataFrame:
     return (share.where((F.col("kind") == "acquired") & (F.coalesce("error_code", F.lit(0)) == 0))
             .join(responses, ["conn_id", "correlation_id"], "left")
-            .select(*KEY, *OFFSETS, "ts", "member_id", "client_id", F.col("delivery_count").cast("int"), "lock_ms"))
+            .select(*KEY, *OFFSETS, "ts", "member_id", "client_id", F.col("delivery_count").cast("int"), "lock_ms",
+                    F.coalesce("requested", "ts").alias("requested")))
 
 
 def _acks(share: DataFrame, responses: DataFrame) -> DataFrame:
@@ -83,7 +85,7 @@ def _histories(acquired: DataFrame, acks: DataFrame) -> DataFrame:
            .agg(F.array_sort(F.collect_list(F.struct(
                F.col("a_ts").alias("ts"), F.col("a_member_id").alias("member_id"),
                F.col("a_client_id").alias("client_id"), F.col("a_delivery_count").alias("delivery_count"),
-               F.col("a_lock_ms").alias("lock_ms")))).alias("acq")))
+               F.col("a_lock_ms").alias("lock_ms"), F.col("a_requested").alias("requested")))).alias("acq")))
     acked = (overlapping(segments, acks, KEY, OFFSETS, OFFSETS, "k_").groupBy(*KEY, *OFFSETS)
              .agg(F.array_sort(F.collect_list(F.struct(
                  F.col("k_ts").alias("ts"), F.col("k_member_id").alias("member_id"),
@@ -116,14 +118,20 @@ def _with_deliveries(history: DataFrame) -> DataFrame:
         renewed = F.array_max(F.transform(
             F.filter(a["_acks"], lambda k: (k["ack_type"] == "renew") & k["ack_error"].isNull()
                      & (taken.isNull() | (k["ts"] < taken["ts"]))), lambda k: k["ts"]))
+        # the lock starts when the broker acquires the records: after the ShareFetch request, by its response. A
+        # broker that times the lock out answers a waiting ShareFetch at once, which can be on the wire before the
+        # acquiring response's time + lock (Apache Kafka 4.4, kafka44_share_group): only a re-acquisition before the
+        # request's time + lock proves the broker took the records back early
         deadline = F.timestamp_add("MILLISECOND", a["lock_ms"], F.coalesce(renewed, a["ts"]))
+        earliest = F.timestamp_add("MILLISECOND", a["lock_ms"], F.coalesce(renewed, a["requested"]))
         by_ack = taken.isNotNull() & (a["_next"].isNull() | (taken["ts"] < a["_next"]))
         end = (F.when(by_ack, F.create_map(*[F.lit(x) for kv in ENDS.items() for x in kv])[taken["ack_type"]])
-               .when(a["_next"].isNotNull(), F.when(a["_next"] >= deadline, "lock_timeout").otherwise("reacquired"))
+               .when(a["_next"].isNotNull(), F.when(a["_next"] >= earliest, "lock_timeout").otherwise("reacquired"))
                .when(deadline <= F.col("capture_end"), "lock_timeout")
                .otherwise("held"))
         return a.withField("_end", end).withField("_ended", F.when(by_ack, taken["ts"]).when(
-            a["_next"].isNull() & (deadline <= F.col("capture_end")), deadline).when(a["_next"] >= deadline, deadline))
+            a["_next"].isNull() & (deadline <= F.col("capture_end")), deadline).when(
+            a["_next"] >= earliest, F.least(a["_next"], deadline)))
 
     def shaped(a: Column) -> Column:
         return F.struct(a["member_id"].alias("member_id"), a["client_id"].alias("client_id"),

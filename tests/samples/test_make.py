@@ -111,3 +111,33 @@ def test_make_kafka44_transactions_from_scratch(tmp_path) -> None:
     committed = sum(t["records"] for t in doc["transactions"] if t["outcome"] == "committed")
     assert doc["isolation"]["records_received"]["read_committed"] == committed
     assert port_is_free(SPEC.kafka_port)
+
+
+@pytest.mark.live
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("dumpcap") is None, reason="dumpcap not installed")
+def test_make_kafka44_share_group_from_scratch(tmp_path) -> None:
+    """KIP-932 share group with the Java share consumer (~25 s): the held record's lock runs out and the other
+    member gets it as delivery 2, a released record comes back once, a rejected one does not, and the poison record
+    is delivered exactly up to the broker's delivery count limit, never after."""
+    from kafkatap.samples.brokers import port_is_free
+    from kafkatap.samples.make import make
+    from kafkatap.samples.workloads.kafka44_share_group import DELIVERY_LIMIT, HELD, POISON, REJECTED, RELEASED, SPEC
+
+    if not port_is_free(SPEC.kafka_port):
+        pytest.skip(f"port {SPEC.kafka_port} busy (a sample is being made)")
+    doc = make("kafka44_share_group", tmp_path)
+    assert validate(doc) == []
+
+    def counts(offset: int) -> list[tuple[int, str]]:
+        return [(d["delivery_count"], d["ack"]) for d in doc["share_deliveries"] if d["offset"] == offset]
+
+    holders = {d["client_id"] for d in doc["share_deliveries"] if d["offset"] == HELD}
+    assert counts(HELD) == [(1, "accept"), (2, "accept")] and len(holders) == 2
+    assert counts(RELEASED) == [(1, "release"), (2, "accept")] and counts(REJECTED) == [(1, "reject")]
+    assert counts(POISON) == [(n, "release") for n in range(1, DELIVERY_LIMIT + 1)]
+    configs = [e["configs"] for e in doc["events"] if e["what"] == "group_configs"]
+    assert configs and configs[0]["share.delivery.count.limit"] == str(DELIVERY_LIMIT)
+    assert not [e for e in doc["events"] if e["what"] == "exception"]
+    assert (tmp_path / "kafka44_share_group.pcapng").stat().st_size < 2_000_000
+    assert port_is_free(SPEC.kafka_port)
