@@ -10,6 +10,7 @@ NAMES = (
     "consumer_group_848",
     "kafka44_consumer_group",
     "kafka44_transactions",
+    "kafka44_cluster_restart",
     "rebalances_classic",
     "rebalances_848",
     "day_in_the_life",
