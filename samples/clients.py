@@ -161,7 +161,7 @@ def first_error_code(obj: object, depth: int = 0) -> int:
 
 
 # Kafka's names (Errors.java) of the codes kafka-python still calls by an older one: NOT_LEADER_FOR_PARTITION became
-# NOT_LEADER_OR_FOLLOWER with KIP-392 (followers serving fetches); the truth speaks the protocol's names, like the dissector.
+# NOT_LEADER_OR_FOLLOWER with KIP-392 (followers serving fetches); the truth speaks the protocol's names.
 _RENAMED = {6: "NOT_LEADER_OR_FOLLOWER", 10: "MESSAGE_TOO_LARGE", 17: "INVALID_TOPIC_EXCEPTION",
             39: "INVALID_REPLICA_ASSIGNMENT"}
 

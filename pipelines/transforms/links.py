@@ -11,14 +11,13 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
-from kafkatap.pipelines.transforms.common import request_str, with_client_host
+from kafkatap.pipelines.transforms.common import with_client_host
+from kafkatap.pipelines.transforms.replicas import replica_id
 
 
 def consumer_fetches(frames: DataFrame) -> DataFrame:
     """Fetch frames of consumers (follower replicas send a replica id >= 0 and are not consumers)."""
-    replica = F.coalesce(request_str("$.replica_state.replica_id").cast("int"),
-                         request_str("$.replica_id").cast("int"), F.lit(-1))
-    return with_client_host(frames.where((F.col("api_key") == ApiKey.FETCH) & (replica < 0)))
+    return with_client_host(frames.where((F.col("api_key") == ApiKey.FETCH) & (replica_id() < 0)))
 
 
 def fetch_links(frames: DataFrame, spans: DataFrame) -> DataFrame:
