@@ -208,8 +208,8 @@ def _broker_clients(truth: Truth, log: RequestLog, kafka: Kafka) -> None:
     coordinator, the coordinator's WriteTxnMarkers), counted by the brokers' request logs from the capture's start:
     they are in the capture, and no client of the workload logged them. One node's are exact: the workload's
     clients cause each one. A cluster's replication Fetches and quorum requests never pause, so a few are in flight
-    whenever the capture starts or stops: they go to `broker_requests`, with every listener's (the capture holds
-    the controllers' ports too), marked not exact."""
+    whenever the capture starts or stops, and a node shutting down stops logging first: they go to
+    `broker_requests`, with every listener's (the capture holds the controllers' ports too), marked not exact."""
     clients = {c["client_id"] for c in truth.doc["clients"]} | {READY_CLIENT}
     own: dict[str, dict[str, int]] = {}
     listeners = ("PLAINTEXT", "CONTROLLER") if kafka.nodes > 1 else ("PLAINTEXT",)
@@ -223,7 +223,8 @@ def _broker_clients(truth: Truth, log: RequestLog, kafka: Kafka) -> None:
         return
     truth.doc["broker_requests"] = {
         "source": "the brokers' request logs (both listeners), requests completed from the capture's start to the "
-                  "workload's end: the ones in flight at either edge make the counts approximate",
+                  "workload's end: approximate, since requests are in flight at either edge and a node shutting "
+                  "down stops logging before it stops answering",
         "exact": False, "by_client": own}
 
 
