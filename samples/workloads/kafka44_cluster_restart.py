@@ -74,7 +74,7 @@ def run(env: Env) -> None:
         loader.start()
         time.sleep(4)
         _restart(env, kafka.quorum_leader())
-        time.sleep(12)  # the node catches up, rejoins the ISRs and takes its preferred leadership back
+        time.sleep(8)  # the node catches up, rejoins the ISRs and takes its preferred leadership back
         loading.clear()
         loader.join()
         producer.wait_for("acked", WAIT, count=lines[0])

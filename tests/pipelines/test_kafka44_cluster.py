@@ -22,7 +22,7 @@ from kafkatap.samples.make import kafka_ports
 from kafkatap.samples.workloads.kafka44_cluster_restart import SPEC
 from tests.support.paths import SAMPLES
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
+pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.own_run]  # `kafkatap analyze` opens its own run
 SAMPLE = "kafka44_cluster_restart"
 # The KRaft quorum's and the brokers' lifecycle apis, as the brokers' request logs name them (truth broker_requests)
 QUORUM_APIS = {"Vote", "BeginQuorumEpoch", "EndQuorumEpoch", "Fetch", "BrokerRegistration", "BrokerHeartbeat",
