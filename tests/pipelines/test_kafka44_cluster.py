@@ -206,6 +206,7 @@ def test_sessions_hold_the_applications_parties_only(truth, report):
     assert [p["client_id"] for p in _table(report, "sessions/producers")] == ["kt-load"]
     summary = _summary(report)
     assert (summary["groups"], summary["members"], summary["producers"]) == (1, 1, 1)
+    assert summary["clients"] == len(truth["clients"])  # the brokers' clients are clients on the wire (role broker)
 
 
 # ---- produced records ------------------------------------------------------------------------------------------------
