@@ -152,11 +152,10 @@ class Kafka:
                  "kafka.Kafka", str(self.configs[i])],
                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
 
-    def stop_node(self, node_id: int, kill: bool = False, timeout: float = 60.0) -> None:
-        """Stop one node: SIGTERM (a controlled shutdown: its leaderships move first, and the quorum leader resigns)
-        or SIGKILL (a crash the controller notices when its heartbeats stop)."""
+    def stop_node(self, node_id: int, timeout: float = 60.0) -> None:
+        """Stop one node with SIGTERM: a controlled shutdown (its leaderships move first, a quorum leader resigns)."""
         proc = self.procs[node_id - 1]
-        proc.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
+        proc.send_signal(signal.SIGTERM)
         proc.wait(timeout)
 
     def start_node(self, node_id: int, timeout: float = 90.0) -> None:
