@@ -32,7 +32,8 @@ def fetch_links(frames: DataFrame, spans: DataFrame) -> DataFrame:
         s, (F.col("c.client_id") == F.col("s.client_id")) & (F.col("c.client_host") == F.col("s.client_host"))
         & (F.col("s.span_start") <= F.col("c.last_fetch")) & (F.col("s.span_end") >= F.col("c.first_fetch")), "left")
     agg = cand.groupBy("c.conn_id", "c.client_id", "c.client_host", "c.first_fetch", "c.last_fetch").agg(
-        F.sort_array(F.collect_set(F.when(F.col("s.member_id").isNotNull(), F.concat_ws("/", "s.group_id", "s.member_id")))).alias("candidates"),
+        F.sort_array(F.collect_set(F.when(F.col("s.member_id").isNotNull(),
+                                          F.concat_ws("/", "s.group_id", "s.member_id")))).alias("candidates"),
         F.collect_set("s.group_id").alias("groups"),
         F.collect_set("s.member_id").alias("members"))
     n = F.size("candidates")
@@ -50,7 +51,8 @@ def link_deliveries(deliveries: DataFrame, spans: DataFrame) -> DataFrame:
         s, (F.col("d.client_id") == F.col("s.client_id")) & (F.col("d.client_host") == F.col("s.client_host"))
         & (F.col("s.span_start") <= F.col("d.ts")) & (F.col("s.span_end") >= F.col("d.ts")), "left")
     links = cand.groupBy("d.delivery_id").agg(
-        F.collect_set(F.when(F.col("s.member_id").isNotNull(), F.concat_ws("/", "s.group_id", "s.member_id"))).alias("candidates"),
+        F.collect_set(F.when(F.col("s.member_id").isNotNull(),
+                             F.concat_ws("/", "s.group_id", "s.member_id"))).alias("candidates"),
         F.collect_set("s.group_id").alias("groups"),
         F.collect_set("s.member_id").alias("members"))
     n = F.size("candidates")

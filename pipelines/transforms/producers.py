@@ -75,7 +75,8 @@ def transactions(frames: DataFrame, batches: DataFrame) -> DataFrame:
         F.sum("batches").cast("long").alias("batches"),
         F.sum("records").cast("long").alias("records"),
         F.sort_array(F.collect_set("tp")).alias("partitions"))
-    outcome = (F.when(F.col("_fenced"), "fenced").when(F.col("end_ts").isNull(), "open").when(F.col("_committed") == 1, "commit").otherwise("abort"))
+    outcome = (F.when(F.col("_fenced"), "fenced").when(F.col("end_ts").isNull(), "open")
+               .when(F.col("_committed") == 1, "commit").otherwise("abort"))
     return (_producer_key(grouped, txn_ids).drop("producer_key")
             .withColumn("start_ts", F.coalesce("start_ts", "end_ts"))
             .withColumn("outcome", outcome).drop("_committed", "_fenced"))
