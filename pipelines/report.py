@@ -48,6 +48,7 @@ from kafkatap.pipelines.transforms.links import fetch_links
 from kafkatap.pipelines.transforms.members import member_spans, members
 from kafkatap.pipelines.transforms.producers import producers, transactions
 from kafkatap.pipelines.transforms.rebalances import rebalances
+from kafkatap.pipelines.transforms.replicas import mark_replication, replica_connections
 from kafkatap.pipelines.transforms.share_members import share_members
 from kafkatap.pipelines.transforms.share_records import share_records
 from kafkatap.pipelines.transforms.share_spso import spso_pinned, spso_windows
@@ -77,10 +78,12 @@ def read_inputs(spark: SparkSession, out: str) -> Inputs:
     def read(name: str, sch: pa.Schema) -> DataFrame:
         return partitioned(read_table(spark, out, name, sch), one)
 
+    frames = read("frames", FRAMES)
+    followers = replica_connections(frames)  # their fetched data is replication: marked once for every analysis
     return Inputs(
-        frames=read("frames", FRAMES),
-        batches=read("batches", BATCHES),
-        records=read("records", RECORDS) if has_records else None,
+        frames=frames,
+        batches=mark_replication(read("batches", BATCHES), followers),
+        records=mark_replication(read("records", RECORDS), followers) if has_records else None,
         share=read("share", SHARE),
         anomalies=read("anomalies", ANOMALIES),
         connections=read("connections", CONNECTIONS),

@@ -134,6 +134,9 @@ PRODUCERS = table(
     column("batches", pa.int64(), "Record batches this producer sent in Produce requests."),
     column("records", pa.int64(), "Records in those batches."),
     column("bytes", pa.int64(), "Bytes of those batches."),
+    column("refused_records", pa.int64(), "Of `records`, those in batches the partition leader refused (say "
+           "NOT_LEADER_OR_FOLLOWER while leadership moves): the producer sends them again, so `records - "
+           "refused_records` were written."),
     column("ended", pa.string(),
            "`fenced` (last response a fencing error), `committed` / `aborted` (last transaction's outcome), "
            "`open_transaction` (transactional data after the last EndTxn) or `active` (no transactions)."),
@@ -218,7 +221,7 @@ FENCED_EPOCHS = table(
     "already handed to the same member / producer, with no broker error).",
     column("kind", pa.string(),
            "`consumer_group` (KIP-848), `classic_group`, `share_group`, `producer` or `partition_leader` "
-           "(FENCED_LEADER_EPOCH)."),
+           "(FENCED_LEADER_EPOCH to a client; followers' replication Fetches refused so are not rows)."),
     column("group_id", pa.string(), "Group id, for group fencings."),
     column("transactional_id", pa.string(), "Transactional id, for producer fencings."),
     column("member_id", pa.string(), "Fenced member id."),
@@ -413,7 +416,8 @@ THROUGHPUT_DATA = table(
     "throughput: record data per time window, topic, partition, client and broker.",
     column("window_start", TS, "Window start."),
     column("window_end", TS, "Window end (exclusive)."),
-    column("direction", pa.string(), "`produce`, `fetch` or `share_fetch`."),
+    column("direction", pa.string(), "`produce`, `fetch`, `share_fetch` or `replication` (a follower's Fetch: a "
+           "broker replicating a partition, a controller the metadata log; not consumption)."),
     column("topic", pa.string(), "Topic."),
     column("partition", pa.int32(), "Partition."),
     column("client_id", pa.string(), "Client id."),
@@ -458,7 +462,8 @@ THROUGHPUT_LATENCY = table(
 )
 
 THROUGHPUT_LAG = table(
-    "throughput: consumer lag per time window, where fetch responses carry high watermarks.",
+    "throughput: consumer lag per time window, where consumers' fetch responses carry high watermarks (followers' "
+    "replication fetches are not consumers).",
     column("window_start", TS, "Window start."),
     column("window_end", TS, "Window end (exclusive)."),
     column("topic", pa.string(), "Topic."),
@@ -609,8 +614,9 @@ SUMMARY_KEYS: dict[str, str] = {
                   "without an owner, and total of the episodes' longest fetch gaps).",
     "e2e_p99_ms": "Per topic: the worst window's `p99_ms` of `e2e_latency`.",
     "ownership_conflicts": "Rows of `ownership_conflicts`.",
-    "produced_records": "Records in Produce requests.",
-    "fetched_records": "Records in Fetch and ShareFetch responses.",
+    "produced_records": "Records in Produce requests the leader accepted (a batch refused, say "
+                        "NOT_LEADER_OR_FOLLOWER while leadership moves, and sent again counts once).",
+    "fetched_records": "Records in consumers' Fetch and ShareFetch responses (not followers' replication Fetches).",
     "errors": "Responses with a non-zero error code.",
     "errors_by_name": "Those responses per error name (`{NOT_COORDINATOR: 3, ...}`).",
     "anomalies": "Rows of the dissector's `anomalies/`.",

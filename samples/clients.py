@@ -160,10 +160,19 @@ def first_error_code(obj: object, depth: int = 0) -> int:
     return 0
 
 
+# Kafka's names (Errors.java) of the codes kafka-python still calls by an older one: NOT_LEADER_FOR_PARTITION became
+# NOT_LEADER_OR_FOLLOWER with KIP-392 (followers serving fetches); the truth speaks the protocol's names.
+_RENAMED = {6: "NOT_LEADER_OR_FOLLOWER", 10: "MESSAGE_TOO_LARGE", 17: "INVALID_TOPIC_EXCEPTION",
+            39: "INVALID_REPLICA_ASSIGNMENT"}
+
+
 def kafka_python_error_name(code: int) -> str:
-    """Kafka's error name for a code, as kafka-python knows it (`UNKNOWN_ERROR_<n>` otherwise)."""
+    """Kafka's error name for a code, as kafka-python knows it under Kafka's current name (`UNKNOWN_ERROR_<n>` for
+    a code it does not know)."""
     import kafka.errors as Errors
 
+    if code in _RENAMED:
+        return _RENAMED[code]
     cls = Errors.for_code(code)
     message = getattr(cls, "message", None)
     return message if isinstance(message, str) and cls is not Errors.UnknownError else f"UNKNOWN_ERROR_{code}"

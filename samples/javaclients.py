@@ -27,6 +27,8 @@ _HEADER = r"RequestHeader\(apiKey=(\w+), apiVersion=\d+, clientId=([^,]*), corre
 _SENT = re.compile(r"^(\d+) DEBUG .*? Sending \w+ request with header " + _HEADER)
 _RECEIVED = re.compile(r"^(\d+) DEBUG .*? Received \w+ response from node \S+ for request with header " + _HEADER
                        + r"[^)]*\): (.*)$")
+_CANCELLED = re.compile(r"^\d+ DEBUG .*?\[\w+ clientId=([^,\]]*)[,\]].*? Cancelled in-flight (\w+) request with "
+                        r"correlation id -?\d+ due to node \S+ being disconnected")
 _ERROR_CODE = re.compile(r"errorCode=(-?\d+)")
 _MEMBER = re.compile(r"memberId='([^']*)', memberEpoch=(-?\d+)")
 _PRODUCER = re.compile(r"producerId=(\d+), producerEpoch=(\d+)")
@@ -126,6 +128,9 @@ class JavaClients:
 class ClientLog:
     """What a program's log says its clients exchanged with the brokers."""
     sent: Counter = field(default_factory=Counter)  # (client_id, api) -> requests sent
+    # (client_id, api) -> of those, cancelled in flight because their broker disconnected: written to the socket or
+    # not (a broker shutting down closes the connection while the client may still be writing), the client cannot tell
+    cancelled: Counter = field(default_factory=Counter)
     errors: list[tuple[float, str, str, str]] = field(default_factory=list)  # (wall, client_id, api, error_name)
     # (wall, client_id, member_id, member_epoch): 0 when it joins, then the epochs the coordinator hands it
     member_epochs: list[tuple[float, str, str, int]] = field(default_factory=list)
@@ -146,6 +151,10 @@ def read_log(path: Path) -> ClientLog:
             joining = _MEMBER.search(line) if api == "ConsumerGroupHeartbeat" else None
             if joining and joining.group(2) == "0":
                 out.member_epochs.append((int(m.group(1)) / 1000, m.group(3), joining.group(1), 0))
+            continue
+        m = _CANCELLED.match(line)
+        if m:
+            out.cancelled[(m.group(1), api_of(m.group(2)))] += 1
             continue
         m = _RECEIVED.match(line)
         if not m:
@@ -168,13 +177,17 @@ def read_log(path: Path) -> ClientLog:
 def record(truth: Truth, requests: RequestLog, programs: list[JavaClient], groups: dict[str, str]) -> list[ClientLog]:
     """The programs' JSON lines into the truth's events, with the offsets they acknowledged ("acked") and consumed
     ("records", as members of `groups`: client id -> group id); their logs' requests and response errors into
-    `requests`. Returns each program's log, read back."""
+    `requests`, the requests cancelled in flight into the truth's `cancelled_requests`. Returns each program's log,
+    read back."""
     logs = []
     for program in programs:
         log = read_log(program.log)
         logs.append(log)
         requests.merge({cid: {api: n for (c, api), n in log.sent.items() if c == cid} for cid, _ in log.sent},
                        [(cid, api, name) for _, cid, api, name in log.errors])
+        for (cid, api), n in sorted(log.cancelled.items()):
+            per_api = truth.doc.setdefault("cancelled_requests", {}).setdefault(cid, {})
+            per_api[api] = per_api.get(api, 0) + n
         for e in program.events:
             detail = {k: v for k, v in e.items() if k not in ("wall", "client_id", "what")}
             truth.doc["events"].append({"t": round(e["wall"] - truth.t0_wall, 3), "client_id": e["client_id"],

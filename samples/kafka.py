@@ -10,6 +10,7 @@ left at its default. Group timeouts are shortened so that a member frozen past i
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -30,6 +31,7 @@ FEATURES = {"transaction.version": 2, "group.version": 1, "share.version": 2, "s
 SESSION_TIMEOUT_MS, HEARTBEAT_MS = 6000, 1000  # KIP-848/932/1071 groups: broker settings, not the clients'
 JVM_OPTS = ["-Xms128m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true"]
 READY_CLIENT = "kafkatap-ready"  # the readiness probe's client id
+_STARTED = "Transition from STARTING to STARTED"  # the broker's lifecycle line once it serves clients
 _COMPLETED = re.compile(r'DEBUG Completed request:\{"isForwarded":\w+,"requestHeader":\{"requestApiKey":(\d+),'
                         r'"requestApiVersion":\d+,"correlationId":-?\d+,"clientId":"((?:[^"\\]|\\.)*)"')
 
@@ -88,17 +90,20 @@ def node_properties(node_id: int, port: int, controller_port: int, voters: str, 
 class Kafka:
     """`nodes` Apache Kafka 4.4 nodes on 127.0.0.1 (`ports`: their client ports, free ones when not given), data and
     logs in `workdir`; a context manager that always stops them. Same shape as brokers.Tansu: `port`, `bootstrap`,
-    `stop()`; `ports` lists every node's client port (the capture filter), `logs` every node's log file. With
-    `request_log`, every node logs each request it completes (`requests_by_client` counts them)."""
+    `stop()`; `ports` lists every node's client port (the capture filter), `controller_ports` their controller
+    listeners (free ones when not given: a capture of the quorum names them), `logs` every node's log file. With
+    `request_log`, every node logs each request it completes (`requests_by_client` counts them). `stop_node` and
+    `start_node` restart one node of a running cluster."""
 
     def __init__(self, workdir: str | Path, nodes: int = 1, ports: list[int] | None = None,
                  overrides: dict[str, object] | None = None, start_timeout: float = 90.0,
-                 request_log: bool = False) -> None:
+                 request_log: bool = False, controller_ports: list[int] | None = None) -> None:
         self.workdir = Path(workdir)
         self.nodes = nodes
         self.ports = list(ports) if ports else free_ports(nodes)
-        if len(self.ports) != nodes:
-            raise ValueError(f"{nodes} nodes need {nodes} ports, got {self.ports}")
+        self.controller_ports = list(controller_ports) if controller_ports else free_ports(nodes)
+        if len(self.ports) != nodes or len(self.controller_ports) != nodes:
+            raise ValueError(f"{nodes} nodes need {nodes} ports each, got {self.ports} and {self.controller_ports}")
         self.port = self.ports[0]
         self.bootstrap = ",".join(f"127.0.0.1:{p}" for p in self.ports)
         self.overrides = overrides or {}
@@ -106,19 +111,20 @@ class Kafka:
         self.request_log = request_log
         self.procs: list[subprocess.Popen] = []
         self.logs: list[Path] = []
+        self.configs: list[Path] = []
+        self._marks: list[int] = []  # byte offsets into `logs` where `requests_by_client` starts counting
         self.started_in: float | None = None  # seconds from the first java process to a cluster answering Metadata
 
     def __enter__(self) -> "Kafka":
-        busy = [p for p in self.ports if not port_is_free(p)]
+        busy = [p for p in self.ports + self.controller_ports if not port_is_free(p)]
         if busy:
             raise RuntimeError(f"ports {busy} are busy: a stray broker? (ss -ltnp 'sport = :{busy[0]}')")
-        controller_ports = free_ports(self.nodes)
-        voters = ",".join(f"{i + 1}@127.0.0.1:{p}" for i, p in enumerate(controller_ports))
+        voters = ",".join(f"{i + 1}@127.0.0.1:{p}" for i, p in enumerate(self.controller_ports))
         cluster_id = _random_cluster_id()
         t0 = time.monotonic()
         try:
-            configs = []
-            for i, (port, cport) in enumerate(zip(self.ports, controller_ports)):
+            configs = self.configs
+            for i, (port, cport) in enumerate(zip(self.ports, self.controller_ports)):
                 node = self.workdir / f"node-{i + 1}"
                 node.mkdir(parents=True, exist_ok=True)
                 props = node_properties(i + 1, port, cport, voters, node / "data", self.nodes, self.overrides)
@@ -128,19 +134,52 @@ class Kafka:
                 self.logs.append(node / "kafka.log")
             for config in configs:
                 format_storage(config, cluster_id)
-            for config, log in zip(configs, self.logs):
-                with open(log, "ab") as out:
-                    self.procs.append(subprocess.Popen(
-                        ["java", *JVM_OPTS, f"-Dlog4j2.configurationFile={LOG4J}",
-                         *(["-Dkafkatap.request.log=debug"] if self.request_log else []), "-cp", classpath(),
-                         "kafka.Kafka", str(config)],
-                        stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True))
+            for i in range(self.nodes):
+                self.procs.append(self._spawn(i))
             self._wait_ready(t0 + self.start_timeout)
         except BaseException:
             self.stop()
             raise
         self.started_in = round(time.monotonic() - t0, 2)
         return self
+
+    def _spawn(self, i: int) -> subprocess.Popen:
+        """Node i + 1's JVM, appending to its log (a restarted node keeps one log)."""
+        with open(self.logs[i], "ab") as out:
+            return subprocess.Popen(
+                ["java", *JVM_OPTS, f"-Dlog4j2.configurationFile={LOG4J}",
+                 *(["-Dkafkatap.request.log=debug"] if self.request_log else []), "-cp", classpath(),
+                 "kafka.Kafka", str(self.configs[i])],
+                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+
+    def stop_node(self, node_id: int, timeout: float = 60.0) -> None:
+        """Stop one node with SIGTERM: a controlled shutdown (its leaderships move first, a quorum leader resigns)."""
+        proc = self.procs[node_id - 1]
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout)
+
+    def start_node(self, node_id: int, timeout: float = 90.0) -> None:
+        """Start a stopped node again and wait until its broker runs (read from its log: a probe of ours would be
+        traffic in the capture)."""
+        log = self.logs[node_id - 1]
+        seen = log.read_text(errors="replace").count(_STARTED) if log.exists() else 0
+        self.procs[node_id - 1] = proc = self._spawn(node_id - 1)
+        deadline = time.monotonic() + timeout
+        while log.read_text(errors="replace").count(_STARTED) == seen:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"kafka node {node_id} did not start again (exit {proc.poll()}); its log: {log}\n"
+                                   + _tail(log))
+            time.sleep(0.2)
+
+    def quorum_leader(self) -> int | None:
+        """The node id the KRaft quorum follows now, from a running node's quorum-state file (not from the wire)."""
+        for i, proc in enumerate(self.procs):
+            state = self.workdir / f"node-{i + 1}" / "data" / "__cluster_metadata-0" / "quorum-state"
+            if proc.poll() is None and state.exists():
+                leader = json.loads(state.read_text()).get("leaderId", -1)
+                if leader >= 0:
+                    return leader
+        return None
 
     def _wait_ready(self, deadline: float) -> None:
         """Until every node is registered and answers Metadata (the controller elected, the brokers unfenced)."""
@@ -162,14 +201,21 @@ class Kafka:
                                    + _tail(self.logs[0]))
             time.sleep(0.2)
 
-    def requests_by_client(self) -> Counter:
-        """{(client_id, api_key): requests} every node completed so far on its client listener (with `request_log`:
+    def mark(self) -> None:
+        """From now on `requests_by_client` counts (a capture starts: what the nodes did before is not in it)."""
+        self._marks = [log.stat().st_size if log.exists() else 0 for log in self.logs]
+
+    def requests_by_client(self, listeners: tuple[str, ...] = ("PLAINTEXT",)) -> Counter:
+        """{(client_id, api_key): requests} every node completed on `listeners` since `mark` (with `request_log`:
         the brokers' own count, which includes the requests brokers send each other and themselves)."""
         counts: Counter = Counter()
-        for log in self.logs:
-            for line in log.read_text(errors="replace").splitlines():
+        for log, mark in zip(self.logs, self._marks or [0] * len(self.logs)):
+            with open(log, "rb") as f:
+                f.seek(mark)
+                text = f.read().decode(errors="replace")
+            for line in text.splitlines():
                 m = _COMPLETED.search(line)
-                if m and '"listener":"PLAINTEXT"' in line:
+                if m and any(f'"listener":"{name}"' in line for name in listeners):
                     counts[(m.group(2), int(m.group(1)))] += 1
         return counts
 

@@ -46,7 +46,9 @@ class Spec:
     description: str
     tansu_port: int | None = None  # for a synthetic sample: the simulated broker's port
     kafka_port: int | None = None  # one Apache Kafka 4.4 node (samples/kafka.py) on this port
-    kafka_config: dict[str, object] = field(default_factory=dict)  # its server.properties beyond samples/kafka.py's
+    # more nodes: client ports kafka_port + i, controller ports after them; all of them captured
+    kafka_nodes: int = 1
+    kafka_config: tuple[tuple[str, object], ...] = ()  # server.properties overrides (samples/kafka.py defaults)
     mock_brokers: int = 0
     tshark_comparable: bool = False
     synthetic: bool = False  # written by samples.synthetic: no broker runs, run() leaves its Wire in env.wire
@@ -117,7 +119,7 @@ def make(name: str, out_dir: Path = SAMPLE_DIR) -> dict:
     truth.doc["broker_ports"] = sorted(ports)
     truth.doc["broker_ports_by_kind"] = {
         "tansu": [spec.tansu_port] if spec.tansu_port and not spec.synthetic else [],
-        **({"apache_kafka": [spec.kafka_port]} if spec.kafka_port else {}),
+        **({"apache_kafka": sorted(sum(kafka_ports(spec), []))} if spec.kafka_port else {}),
         "librdkafka_mock": sorted(mock_ports), **({"synthetic": [spec.tansu_port]} if spec.synthetic else {})}
     truth.doc["capture_filter"] = port_filter(ports)
     truth.doc["tshark_comparable"] = spec.tshark_comparable
@@ -158,12 +160,15 @@ def _capture(spec: Spec, module, truth: Truth, log: RequestLog, pcap: Path) -> t
             advertised = spec.tls.port if spec.tls else None
             tansu = stack.enter_context(Tansu(spec.tansu_port, advertised=advertised)) if spec.tansu_port else None
             workdir = Path(tempfile.mkdtemp(prefix=f"kafkatap-{spec.name}-")) if spec.kafka_port else None
-            kafka = stack.enter_context(Kafka(workdir / "kafka", 1, [spec.kafka_port], overrides=spec.kafka_config,
-                                              request_log=True)) if spec.kafka_port else None
+            kafka = stack.enter_context(_kafka(spec, workdir)) if spec.kafka_port else None
+            if kafka and kafka.nodes > 1:  # the brokers' replication and the quorum's traffic too
+                ports = [p for p in ports if p != spec.kafka_port] + kafka.ports + kafka.controller_ports
             tls = stack.enter_context(TlsClients(spec.tls, spec.tansu_port, _keylog(pcap))) if spec.tls else None
             if tls:
                 ports = [spec.tls.port]  # the clients' side only: the terminator's own leg to Tansu is plaintext
             stack.enter_context(Capture(pcap, ports))
+            if kafka:
+                kafka.mark()
             stack.enter_context(log.kafka_python())
             stack.enter_context(log.librdkafka_stderr())
             env = Env(truth, log, tansu, mock, kafka, workdir, tls=tls)
@@ -185,18 +190,42 @@ def _capture(spec: Spec, module, truth: Truth, log: RequestLog, pcap: Path) -> t
     return ports, mock_ports, broker_counts
 
 
+def kafka_ports(spec: Spec) -> tuple[list[int], list[int]]:
+    """The sample's Apache Kafka client and controller ports, fixed (the capture filter and the truth name them);
+    one node's controller port is a free one: its capture holds the client port only."""
+    n = spec.kafka_nodes
+    return [spec.kafka_port + i for i in range(n)], [spec.kafka_port + n + i for i in range(n)] if n > 1 else []
+
+
+def _kafka(spec: Spec, workdir: Path) -> Kafka:
+    ports, controller_ports = kafka_ports(spec)
+    return Kafka(workdir / "kafka", spec.kafka_nodes, ports, overrides=dict(spec.kafka_config), request_log=True,
+                 controller_ports=controller_ports or None)
+
+
 def _broker_clients(truth: Truth, log: RequestLog, kafka: Kafka) -> None:
-    """The requests Apache Kafka sends itself on its client listener (transactions v2: the partition leader's
-    AddPartitionsToTxn to the coordinator, the coordinator's WriteTxnMarkers), counted by the broker's request log:
-    they are in the capture, and no client of the workload logged them."""
+    """The requests Apache Kafka sends itself (transactions v2: the partition leader's AddPartitionsToTxn to the
+    coordinator, the coordinator's WriteTxnMarkers), counted by the brokers' request logs from the capture's start:
+    they are in the capture, and no client of the workload logged them. One node's are exact: the workload's
+    clients cause each one. A cluster's replication Fetches and quorum requests never pause, so a few are in flight
+    whenever the capture starts or stops, and a node shutting down stops logging first: they go to
+    `broker_requests`, with every listener's (the capture holds the controllers' ports too), marked not exact."""
     clients = {c["client_id"] for c in truth.doc["clients"]} | {READY_CLIENT}
     own: dict[str, dict[str, int]] = {}
-    for (client, key), n in sorted(kafka.requests_by_client().items()):
+    listeners = ("PLAINTEXT", "CONTROLLER") if kafka.nodes > 1 else ("PLAINTEXT",)
+    for (client, key), n in sorted(kafka.requests_by_client(listeners).items()):
         if client not in clients:
             own.setdefault(client, {})[api_name(key)] = n
     for client in own:
         truth.client(client, f"Apache Kafka {kafka_version()} broker", "broker")
-    log.merge(own, [])
+    if kafka.nodes == 1:
+        log.merge(own, [])
+        return
+    truth.doc["broker_requests"] = {
+        "source": "the brokers' request logs (both listeners), requests completed from the capture's start to the "
+                  "workload's end: approximate, since requests are in flight at either edge and a node shutting "
+                  "down stops logging before it stops answering",
+        "exact": False, "by_client": own}
 
 
 def platform_java() -> str:

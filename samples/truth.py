@@ -40,6 +40,12 @@ A truth file (`samples/<name>.truth.json`) is one JSON object; these keys are al
 - `events`: [{`t`, `client_id`, `what`, ...}]: the script's timeline (joins, leaves, stalls, errors), seconds from
   start; member processes also log `wall` (Unix seconds) and their rebalance callbacks (`partitions_revoked`,
   `partitions_assigned`, with `member_id`, `partitions` as `topic:partition`, and for kafka-python `generation_id`)
+- optional `cancelled_requests`: {client_id: {api_name: n}}: of `requests.by_client`, the requests a client
+  cancelled in flight because their broker disconnected (a node shutting down): written to the socket or not, the
+  client cannot tell, so the capture holds between `by_client - cancelled` and `by_client` of them
+- optional `broker_requests`: {`source`, `exact`: false, `by_client`}: a cluster's own requests (replication
+  Fetches, the KRaft quorum's) from the brokers' request logs: approximate, as `source` says why
+- optional `restarts`, `producer_metrics`: when a node was stopped and started; a Java producer's own counters
 - optional `record_times`: {`sent`: [[topic, partition, offset, wall]], `received`: [[client_id, group_id, topic,
   partition, offset, wall]]}: when the producer handed each record to its library and when a consumer's poll
   returned it (Unix seconds), for end-to-end latency
@@ -225,6 +231,14 @@ class Truth:
 
     def write(self, path: str | Path) -> None:
         Path(path).write_text(json.dumps(self.doc, indent=1, sort_keys=False) + "\n")
+
+
+def request_bounds(doc: dict[str, Any]) -> dict[tuple[str, str], tuple[int, int]]:
+    """{(client_id, api_name): (fewest, most)} requests of the truth's clients the capture holds: exactly what they
+    logged, but for the ones they cancelled in flight (`cancelled_requests`), which may never have been written."""
+    cancelled = doc.get("cancelled_requests", {})
+    return {(c, api): (n - cancelled.get(c, {}).get(api, 0), n)
+            for c, per_api in doc["requests"].get("by_client", {}).items() for api, n in per_api.items()}
 
 
 def validate(doc: dict[str, Any]) -> list[str]:

@@ -11,7 +11,7 @@ from kafkatap.dashboards.charts import figure, rebucket, steps, top_series, wind
 from kafkatap.dashboards.fragments import Section, empty, esc_plot, note
 from kafkatap.dashboards.load import Report
 
-DASH = {"produce": "solid", "fetch": "dot", "share_fetch": "dash"}
+DASH = {"produce": "solid", "fetch": "dot", "share_fetch": "dash", "replication": "dashdot"}
 
 
 def _duration(step: pd.Timedelta) -> str:
@@ -26,7 +26,8 @@ def _per_second(df: pd.DataFrame, step: pd.Timedelta, values: list[str]) -> pd.D
 
 def _data_chart(data: pd.DataFrame, key: str, value: str, title: str, unit: str,
                 index: pd.DatetimeIndex) -> go.Figure:
-    """One line per (key, direction): solid for produce, dotted for fetch, one colour per key."""
+    """One line per (key, direction): solid for produce, dotted for fetch, dash-dotted for followers' replication
+    (not consumption), one colour per key."""
     data = top_series(data, key, value)
     entries = data.groupby([key, "direction"]).ngroups  # the legend takes two entries a row: keep the plot's height
     fig = figure(title, height=300 + 22 * math.ceil(entries / 2), time_x=True, y_title=unit)

@@ -1,4 +1,5 @@
-"""FENCED_LEADER_EPOCH, per partition: a client naming a partition leader epoch older than the leader's.
+"""FENCED_LEADER_EPOCH, per partition: a client naming a partition leader epoch older than the leader's (followers'
+replication Fetches refused so are not clients fenced).
 
 Fetch, ListOffsets and OffsetsForLeaderEpoch requests carry each partition's `current_leader_epoch`, and the broker
 rejects the partitions whose epoch is behind its own. The stale epoch is the request's; the current one is what the
@@ -14,6 +15,7 @@ from pyspark.sql import functions as F
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 from kafkatap.dissect.protocol.generated.errors import ErrorCode
 from kafkatap.pipelines.transforms.common import LEADER_FENCING, response_source
+from kafkatap.pipelines.transforms.replicas import replica_id
 
 _TOPICS = "array<struct<topic:string,name:string,topic_id:string,partitions:array<struct<{}>>>>"
 REQUEST = "struct<topics:{}>".format(_TOPICS.format("partition:int,partition_index:int,current_leader_epoch:int"))
@@ -54,7 +56,9 @@ def leader_fencings(frames: DataFrame) -> DataFrame:
     them null, so no reported fencing is lost."""
     md = _metadata(frames)
     names = _names(md)
-    rejected = frames.where(F.col("error_name").isin(LEADER_FENCING)).withColumn(
+    # a follower behind a leader change is refused too: it truncates and goes on replicating, no client is fenced
+    follower = (F.col("api_key") == ApiKey.FETCH) & (replica_id() >= 0)
+    rejected = frames.where(F.col("error_name").isin(LEADER_FENCING) & ~follower).withColumn(
         "ts", F.coalesce("ts_request", "ts_response"))
     keys = ["conn_id", "correlation_id"]
     resp = F.from_json(F.col("response_json"), RESPONSE)

@@ -11,14 +11,13 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
-from kafkatap.pipelines.transforms.common import request_str, with_client_host
+from kafkatap.pipelines.transforms.common import with_client_host
+from kafkatap.pipelines.transforms.replicas import replica_id
 
 
 def consumer_fetches(frames: DataFrame) -> DataFrame:
     """Fetch frames of consumers (follower replicas send a replica id >= 0 and are not consumers)."""
-    replica = F.coalesce(request_str("$.replica_state.replica_id").cast("int"),
-                         request_str("$.replica_id").cast("int"), F.lit(-1))
-    return with_client_host(frames.where((F.col("api_key") == ApiKey.FETCH) & (replica < 0)))
+    return with_client_host(frames.where((F.col("api_key") == ApiKey.FETCH) & (replica_id() < 0)))
 
 
 def fetch_links(frames: DataFrame, spans: DataFrame) -> DataFrame:
@@ -33,7 +32,8 @@ def fetch_links(frames: DataFrame, spans: DataFrame) -> DataFrame:
         s, (F.col("c.client_id") == F.col("s.client_id")) & (F.col("c.client_host") == F.col("s.client_host"))
         & (F.col("s.span_start") <= F.col("c.last_fetch")) & (F.col("s.span_end") >= F.col("c.first_fetch")), "left")
     agg = cand.groupBy("c.conn_id", "c.client_id", "c.client_host", "c.first_fetch", "c.last_fetch").agg(
-        F.sort_array(F.collect_set(F.when(F.col("s.member_id").isNotNull(), F.concat_ws("/", "s.group_id", "s.member_id")))).alias("candidates"),
+        F.sort_array(F.collect_set(F.when(F.col("s.member_id").isNotNull(),
+                                          F.concat_ws("/", "s.group_id", "s.member_id")))).alias("candidates"),
         F.collect_set("s.group_id").alias("groups"),
         F.collect_set("s.member_id").alias("members"))
     n = F.size("candidates")
@@ -51,7 +51,8 @@ def link_deliveries(deliveries: DataFrame, spans: DataFrame) -> DataFrame:
         s, (F.col("d.client_id") == F.col("s.client_id")) & (F.col("d.client_host") == F.col("s.client_host"))
         & (F.col("s.span_start") <= F.col("d.ts")) & (F.col("s.span_end") >= F.col("d.ts")), "left")
     links = cand.groupBy("d.delivery_id").agg(
-        F.collect_set(F.when(F.col("s.member_id").isNotNull(), F.concat_ws("/", "s.group_id", "s.member_id"))).alias("candidates"),
+        F.collect_set(F.when(F.col("s.member_id").isNotNull(),
+                             F.concat_ws("/", "s.group_id", "s.member_id"))).alias("candidates"),
         F.collect_set("s.group_id").alias("groups"),
         F.collect_set("s.member_id").alias("members"))
     n = F.size("candidates")

@@ -75,7 +75,8 @@ def transactions(frames: DataFrame, batches: DataFrame) -> DataFrame:
         F.sum("batches").cast("long").alias("batches"),
         F.sum("records").cast("long").alias("records"),
         F.sort_array(F.collect_set("tp")).alias("partitions"))
-    outcome = (F.when(F.col("_fenced"), "fenced").when(F.col("end_ts").isNull(), "open").when(F.col("_committed") == 1, "commit").otherwise("abort"))
+    outcome = (F.when(F.col("_fenced"), "fenced").when(F.col("end_ts").isNull(), "open")
+               .when(F.col("_committed") == 1, "commit").otherwise("abort"))
     return (_producer_key(grouped, txn_ids).drop("producer_key")
             .withColumn("start_ts", F.coalesce("start_ts", "end_ts"))
             .withColumn("outcome", outcome).drop("_committed", "_fenced"))
@@ -91,7 +92,7 @@ def producers(frames: DataFrame, batches: DataFrame) -> DataFrame:
         "producer_key", "transactional_id", "producer_id", "client_id", "client_host", "ts", "correlation_id",
         F.col("producer_epoch").alias("epoch"), "api_key", "committed", "error_name",
         F.lit(0).alias("batches"), F.lit(0).alias("records"), F.lit(0).cast("long").alias("bytes"),
-        F.lit(False).alias("is_transactional"))
+        F.lit(0).alias("refused"), F.lit(False).alias("is_transactional"))
     # A plain producer has no id of its own on the wire: it is its client id on its host (over all its connections).
     plain = F.concat(F.lit("client:"), F.coalesce("client_id", F.lit("")), F.lit("@"),
                      F.coalesce("client_host", F.lit("")))
@@ -101,7 +102,8 @@ def producers(frames: DataFrame, batches: DataFrame) -> DataFrame:
         F.col("producer_epoch").cast("int").alias("epoch"), F.lit(0).cast("short").alias("api_key"),
         F.lit(None).cast("boolean").alias("committed"), F.lit(None).cast("string").alias("error_name"),
         F.lit(1).alias("batches"), F.col("record_count").alias("records"), F.col("batch_bytes").alias("bytes"),
-        "is_transactional")
+        F.when(F.coalesce(F.col("partition_error_code"), F.lit(0)) != 0, F.col("record_count")).otherwise(0)
+        .alias("refused"), "is_transactional")
     events = frame_side.unionByName(batch_side)
     is_end = F.col("api_key") == ApiKey.END_TXN
     agg = events.groupBy("producer_key").agg(
@@ -117,7 +119,7 @@ def producers(frames: DataFrame, batches: DataFrame) -> DataFrame:
         F.count(F.when(is_end & ~F.col("committed"), 1)).alias("aborts"),
         F.count(F.when(is_end & (F.col("error_name") != "NONE"), 1)).alias("failed_end_txns"),
         F.sum("batches").cast("long").alias("batches"), F.sum("records").cast("long").alias("records"),
-        F.sum("bytes").cast("long").alias("bytes"),
+        F.sum("bytes").cast("long").alias("bytes"), F.sum("refused").cast("long").alias("refused_records"),
         F.max_by(F.struct("ts", "error_name"), F.when(F.col("error_name").isin(PRODUCER_FENCING), last))
         .alias("fence"),
         F.max_by(F.struct("ts", "committed", "error_name"), F.when(is_end, last)).alias("end"),

@@ -27,9 +27,13 @@ def summary(frames: DataFrame, batches: DataFrame, anomalies: DataFrame, tables:
         F.countDistinct("client_id").alias("clients"), F.countDistinct("broker_addr").alias("brokers"),
         F.countDistinct("conn_id").alias("connections")).first()
     by_name = frames.where(F.col("error_code") != 0).groupBy("error_name").agg(F.count(F.lit(1)).alias("n")).collect()
+    # written: a batch the leader refused (NOT_LEADER_OR_FOLLOWER while leadership moves) is sent again and counted
+    # then; consumed: followers' replication fetches (direction `replication`) are not consumption
+    written = F.coalesce(F.col("partition_error_code"), F.lit(0)) == 0
     data = batches.where(~F.coalesce(F.col("is_control"), F.lit(False))).agg(
-        F.sum(F.when(F.col("direction") == "produce", F.col("record_count"))).alias("produced"),
-        F.sum(F.when(F.col("direction") != "produce", F.col("record_count"))).alias("fetched")).first()
+        F.sum(F.when((F.col("direction") == "produce") & written, F.col("record_count"))).alias("produced"),
+        F.sum(F.when(F.col("direction").isin("fetch", "share_fetch"), F.col("record_count"))).alias("fetched")
+    ).first()
     out: dict = {
         "frames": f["frames"], "capture_start": f["start"], "capture_end": f["end"],
         "capture_span_s": float(f["span"] or 0.0),

@@ -23,7 +23,9 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * The sample's producer with the Java reference client: creates its topic (Admin), then on each "produce N" line of
  * stdin sends N records round robin over the partitions, waits for every acknowledgement and prints them as one JSON
  * line ({"what": "acked", "offsets": {"topic:partition": [offsets]}}), the sample's ground truth of what was
- * written; "stop" (or stdin closing) closes it.
+ * written, with the client's own count of the record sends it retried and the ones that failed so far (its
+ * producer-metrics record-retry-total and record-error-total: retries are invisible to the callbacks, which see
+ * only the final outcome); "stop" (or stdin closing) closes it.
  *
  * Usage: SampleProducer bootstrap client.id topic partitions replication
  */
@@ -58,10 +60,19 @@ public final class SampleProducer {
                     RecordMetadata md = ack.get();
                     offsets.computeIfAbsent(md.topic() + ":" + md.partition(), k -> new ArrayList<>()).add(md.offset());
                 }
-                Json.emit(clientId, "acked", Map.of("offsets", offsets));
+                Json.emit(clientId, "acked", Map.of("offsets", offsets,
+                        "record_retry_total", metric(producer, "record-retry-total"),
+                        "record_error_total", metric(producer, "record-error-total")));
             }
         }
         Json.emit(clientId, "closed", new HashMap<>());
+    }
+
+    /** A cumulative count of the producer's "producer-metrics" group. */
+    static long metric(KafkaProducer<byte[], byte[]> producer, String name) {
+        return producer.metrics().entrySet().stream()
+                .filter(e -> e.getKey().group().equals("producer-metrics") && e.getKey().name().equals(name))
+                .mapToLong(e -> ((Number) e.getValue().metricValue()).longValue()).sum();
     }
 
     /** Creates `topic` with an Admin client named `clientId`-admin, and says so. */

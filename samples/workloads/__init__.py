@@ -11,6 +11,7 @@ NAMES = (
     "kafka44_consumer_group",
     "kafka44_transactions",
     "kafka44_share_group",
+    "kafka44_cluster_restart",
     "rebalances_classic",
     "rebalances_848",
     "day_in_the_life",

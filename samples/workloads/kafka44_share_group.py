@@ -28,8 +28,8 @@ SPEC = Spec(
                 "2 (the holder's late accept is answered without an error); 12 is released once, 14 rejected, "
                 "16 released until the limit archives it; 20-29 are acquired above it.",
     kafka_port=19442,
-    kafka_config={"group.share.record.lock.duration.ms": LOCK_MS, "group.share.min.record.lock.duration.ms": 1000,
-                  "group.share.delivery.count.limit": DELIVERY_LIMIT},
+    kafka_config=(("group.share.record.lock.duration.ms", LOCK_MS), ("group.share.min.record.lock.duration.ms", 1000),
+                  ("group.share.delivery.count.limit", DELIVERY_LIMIT)),
 )
 TOPIC, GROUP = "tasks", "kt-share44"
 HELD, RELEASED, REJECTED, POISON = 0, 12, 14, 16

@@ -87,7 +87,9 @@ def _collect(spark, root: Path) -> dict[str, list[dict]]:
 def test_fenced_epochs_match_truth(dissected, results, sample):
     truth = dissected[sample][0]
     keys = ("kind", "group_id", "transactional_id", "member_id", "producer_id", "error_name", "client_id")
-    got = Counter(tuple(r[k] for k in keys) for r in results["fenced"])
+    # the truth's kinds are members' and producers'; a consumer refused a stale partition leader epoch
+    # (partition_leader) is checked against its client's logged errors (tests/pipelines/test_kafka44_cluster.py)
+    got = Counter(tuple(r[k] for k in keys) for r in results["fenced"] if r["kind"] != "partition_leader")
     want = Counter(tuple(f[k] for k in keys) for f in truth["fenced_epochs"])
     assert got == want
 

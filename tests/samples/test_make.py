@@ -141,3 +141,33 @@ def test_make_kafka44_share_group_from_scratch(tmp_path) -> None:
     assert not [e for e in doc["events"] if e["what"] == "exception"]
     assert (tmp_path / "kafka44_share_group.pcapng").stat().st_size < 2_000_000
     assert port_is_free(SPEC.kafka_port)
+
+
+@pytest.mark.live
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("dumpcap") is None, reason="dumpcap not installed")
+def test_make_kafka44_cluster_restart_from_scratch(tmp_path) -> None:
+    """Three KRaft nodes and the Java clients (~50 s): the quorum leader's node stops and starts again under load,
+    the producer retries its refused batches (its own metric says how many records) and every record it had
+    acknowledged reaches the consumer once; all six ports are captured and every node and JVM is gone afterwards."""
+    from kafkatap.samples.brokers import port_is_free
+    from kafkatap.samples.make import kafka_ports, make
+    from kafkatap.samples.workloads.kafka44_cluster_restart import SPEC
+
+    ports = sum(kafka_ports(SPEC), [])
+    if not all(port_is_free(p) for p in ports):
+        pytest.skip(f"ports {ports} busy (a sample is being made)")
+    doc = make("kafka44_cluster_restart", tmp_path)
+    assert validate(doc) == []
+    assert doc["broker_ports"] == ports and len(ports) == 6
+    (restart,) = doc["restarts"]
+    assert restart["was_quorum_leader"] and restart["stopping"] < restart["stopped"] < restart["starting"] < \
+        restart["started"]
+    assert {c["client_id"] for c in doc["clients"] if c["role"] == "broker"} >= {
+        f"broker-{n}-fetcher-0" for n in (1, 2, 3)} | {f"raft-client-{n}" for n in (1, 2, 3)}
+    produced = {(p["partition"], p["first_offset"], p["last_offset"]) for p in doc["produced"]}
+    consumed = {(c["partition"], *c["offsets"][0]) for c in doc["consumed"] if len(c["offsets"]) == 1}
+    assert produced == consumed and doc["duplicate_deliveries"] == []
+    assert doc["producer_metrics"]["kt-load"]["record_error_total"] == 0
+    assert (tmp_path / "kafka44_cluster_restart.pcapng").stat().st_size < 2_000_000
+    assert all(port_is_free(p) for p in ports)

@@ -82,15 +82,15 @@ def _producers() -> list[dict]:
         {"transactional_id": "orders-tx", "producer_id": 1000, "producer_ids": [1000], "client_id": "orders-producer",
          "client_host": "127.0.0.1", "first_seen": at(2), "last_seen": at(89), "epochs": [0, 1], "transactions": 4,
          "commits": 3, "aborts": 1, "failed_end_txns": 0, "batches": 400, "records": 4000, "bytes": 400_000,
-         "ended": "open_transaction", "end_ts": at(80), "kind": "transactional"},
+         "refused_records": 0, "ended": "open_transaction", "end_ts": at(80), "kind": "transactional"},
         {"producer_id": 2001, "producer_ids": [2001], "client_id": "idem-producer", "client_host": "127.0.0.1",
          "first_seen": at(4), "last_seen": at(85), "epochs": [0], "transactions": 0, "commits": 0, "aborts": 0,
-         "failed_end_txns": 0, "batches": 120, "records": 1200, "bytes": 90_000, "ended": "active", "end_ts": at(85),
-         "kind": "idempotent"},
+         "failed_end_txns": 0, "batches": 120, "records": 1200, "bytes": 90_000, "refused_records": 10,
+         "ended": "active", "end_ts": at(85), "kind": "idempotent"},
         {"producer_id": -1, "producer_ids": [-1], "client_id": "plain-producer", "client_host": "127.0.0.2",
          "first_seen": at(5), "last_seen": at(60), "epochs": [], "transactions": 0, "commits": 0, "aborts": 0,
-         "failed_end_txns": 0, "batches": 30, "records": 300, "bytes": 9_000, "ended": "active", "end_ts": at(60),
-         "kind": "plain"},
+         "failed_end_txns": 0, "batches": 30, "records": 300, "bytes": 9_000, "refused_records": 0,
+         "ended": "active", "end_ts": at(60), "kind": "plain"},
     ]
 
 
