@@ -18,6 +18,10 @@ MVN := mvn -q -B -Dstyle.color=never
 demo: $(BIN)/.installed system-packages
 	$(BIN)/kafkatap demo
 
+# Two test processes (pytest-xdist): a Spark test keeps about one core busy (its driver plans while the task waits),
+# so a second process fills the other core. A test file stays in one process (its module fixtures run once).
+PYTEST_ARGS ?= -n 2 --dist loadfile
+
 test: $(BIN)/.installed system-packages kafka
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
