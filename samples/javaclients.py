@@ -13,6 +13,7 @@ import signal
 import subprocess
 import threading
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -122,6 +123,20 @@ class JavaClients:
         program = JavaClient(main, args, self.logs / f"{client_id}-{len(self.programs)}.log")
         self.programs.append(program)
         return program
+
+
+def producing(producer: JavaClient, client_id: str, truth: Truth, timeout: float) -> Callable[[int], None]:
+    """`produce(n)` for a SampleProducer program: sends n records and returns once they are acknowledged (its nth
+    `acked` line), then records the truth's `produced` event, so a workload's next step sees them on the broker."""
+    batches = 0
+
+    def produce(n: int) -> None:
+        nonlocal batches
+        producer.send(f"produce {n}")
+        batches += 1
+        producer.wait_for("acked", timeout, count=batches)
+        truth.event(client_id, "produced", records=n)
+    return produce
 
 
 @dataclass

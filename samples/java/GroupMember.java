@@ -1,6 +1,3 @@
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -61,20 +58,7 @@ public final class GroupMember {
         int stallAfter = Integer.parseInt(opt.getOrDefault("stall.after.records", "0"));
         long deadline = System.nanoTime() + Long.parseLong(opt.getOrDefault("max.seconds", "120")) * 1_000_000_000L;
 
-        AtomicBoolean stop = new AtomicBoolean();
-        Thread stdin = new Thread(() -> {
-            try (BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8))) {
-                String line;
-                while ((line = in.readLine()) != null && !line.trim().equals("stop")) {
-                    // only "stop" means anything
-                }
-            } catch (Exception e) {
-                // stdin gone: stop as well
-            }
-            stop.set(true);
-        });
-        stdin.setDaemon(true);
-        stdin.start();
+        AtomicBoolean stop = Stop.onStdin();
 
         Json.emit(clientId, "started", Map.of("group_instance_id", opt.getOrDefault("group.instance.id", "")));
         int received = 0;

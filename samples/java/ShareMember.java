@@ -1,6 +1,3 @@
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -77,20 +74,7 @@ public final class ShareMember {
         props.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
         props.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
 
-        AtomicBoolean stop = new AtomicBoolean();
-        Thread stdin = new Thread(() -> {
-            try (BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8))) {
-                String line;
-                while ((line = in.readLine()) != null && !line.trim().equals("stop")) {
-                    // only "stop" means anything
-                }
-            } catch (Exception e) {
-                // stdin gone: stop as well
-            }
-            stop.set(true);
-        });
-        stdin.setDaemon(true);
-        stdin.start();
+        AtomicBoolean stop = Stop.onStdin();
 
         Json.emit(clientId, "started", Map.of("group_id", group));
         boolean held = false;

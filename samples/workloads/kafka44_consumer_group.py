@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 
-from kafkatap.samples.javaclients import LIBRARY, JavaClient, JavaClients, record
+from kafkatap.samples.javaclients import LIBRARY, JavaClient, JavaClients, producing, record
 from kafkatap.samples.kafka import HEARTBEAT_MS, SESSION_TIMEOUT_MS
 from kafkatap.samples.make import Env, Spec
 
@@ -49,13 +49,7 @@ def run(env: Env) -> None:
     truth.client("kt-producer", LIBRARY, "producer", **{"linger.ms": 5, "acks": "all", "enable.idempotence": True})
     truth.client("kt-producer-admin", LIBRARY, "admin")  # creates the topic
     producer = start("SampleProducer", "kt-producer", [kafka.bootstrap, "kt-producer", TOPIC, str(PARTITIONS), "1"])
-    batches = [0]
-
-    def produce(n: int) -> None:
-        producer.send(f"produce {n}")
-        batches[0] += 1
-        producer.wait_for("acked", WAIT, count=batches[0])
-        truth.event("kt-producer", "produced", records=n)
+    produce = producing(producer, "kt-producer", truth, WAIT)
 
     try:
         producer.wait_for("topic_created", WAIT)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 
-from kafkatap.samples.javaclients import LIBRARY, JavaClient, JavaClients, record
+from kafkatap.samples.javaclients import LIBRARY, JavaClient, JavaClients, producing, record
 from kafkatap.samples.make import Env, Spec
 
 LOCK_MS, DELIVERY_LIMIT, HOLD_MS = 2000, 3, 5000
@@ -49,13 +49,7 @@ def run(env: Env) -> None:
     truth.client("kt-producer", LIBRARY, "producer", **{"linger.ms": 5})
     truth.client("kt-producer-admin", LIBRARY, "admin")  # creates the topic
     producer = start("SampleProducer", "kt-producer", [kafka.bootstrap, "kt-producer", TOPIC, "1", "1"])
-    batches = [0]
-
-    def produce(n: int) -> None:
-        producer.send(f"produce {n}")
-        batches[0] += 1
-        producer.wait_for("acked", WAIT, count=batches[0])
-        truth.event("kt-producer", "produced", records=n)
+    produce = producing(producer, "kt-producer", truth, WAIT)
 
     def member(client_id: str, *extra: str) -> JavaClient:
         truth.client(client_id, LIBRARY, "share consumer", **{"group.id": GROUP,
