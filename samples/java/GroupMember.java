@@ -35,11 +35,7 @@ public final class GroupMember {
     private static String clientId;
 
     public static void main(String[] args) throws Exception {
-        Map<String, String> opt = new HashMap<>();
-        for (String arg : args) {
-            int eq = arg.indexOf('=');
-            opt.put(arg.substring(0, eq), arg.substring(eq + 1));
-        }
+        Map<String, String> opt = Args.of(args);
         clientId = opt.get("client.id");
         Properties props = new Properties();
         props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, opt.get("bootstrap"));

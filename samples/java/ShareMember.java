@@ -46,11 +46,7 @@ public final class ShareMember {
     private static String clientId;
 
     public static void main(String[] args) throws Exception {
-        Map<String, String> opt = new HashMap<>();
-        for (String arg : args) {
-            int eq = arg.indexOf('=');
-            opt.put(arg.substring(0, eq), arg.substring(eq + 1));
-        }
+        Map<String, String> opt = Args.of(args);
         clientId = opt.get("client.id");
         String group = opt.get("group.id");
         Map<Long, String> fates = new HashMap<>();
