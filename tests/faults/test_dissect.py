@@ -6,6 +6,7 @@ left on disk: published output readable, nothing half-written visible, an earlie
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -110,8 +111,13 @@ def large_capture(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _frames_flushed(folder: Path) -> bool:
-    """A run in `folder` has flushed frames rows: a part file being written holds more than Parquet's 4-byte magic."""
-    return any(part.stat().st_size > 4 for part in folder.glob(".*.writing/frames/.*.writing"))
+    """A run in `folder` has flushed frames rows: a part file being written holds more than Parquet's 4-byte magic
+    (a part the run has just closed and renamed is gone by the time it is looked at)."""
+    for part in folder.glob(".*.writing/frames/.*.writing"):
+        with contextlib.suppress(FileNotFoundError):
+            if part.stat().st_size > 4:
+                return True
+    return False
 
 
 @pytest.mark.slow
