@@ -80,5 +80,12 @@ def is_ok(error_code: Column) -> Column:
     return F.coalesce(error_code == 0, F.lit(False))
 
 
+def batch_taken() -> Column:
+    """Record batches their partition's answer did not refuse (`partition_error_code` 0, or no answer seen): a
+    produced batch the leader refused (NOT_LEADER_OR_FOLLOWER while leadership moves) is sent again and counts then,
+    and a refused fetch delivered nothing."""
+    return F.coalesce(F.col("partition_error_code"), F.lit(0)) == 0
+
+
 def nonempty(col: Column) -> Column:
     return F.when(col != "", col)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from kafkatap.pipelines.transforms.common import ISO, with_client_host
+from kafkatap.pipelines.transforms.common import ISO, batch_taken, with_client_host
 from kafkatap.pipelines.transforms.links import link_deliveries
 from kafkatap.pipelines.transforms.ownership import ownership
 
@@ -59,7 +59,7 @@ def _linked_fetches(batches: DataFrame, spans: DataFrame) -> DataFrame:
     """Fetch responses that delivered a partition, one row each, linked to the one member that fetched them."""
     fetched = (with_client_host(batches).drop("group_id", "member_id")
                .where((F.col("direction") == "fetch") & ~F.col("is_control")
-                      & (F.coalesce(F.col("partition_error_code"), F.lit(0)) == 0))
+                      & batch_taken())
                .select("conn_id", "correlation_id", "client_id", "client_host", "ts", "topic", "partition")
                .dropDuplicates(["conn_id", "correlation_id", "topic", "partition"])
                .withColumn("delivery_id", F.xxhash64("conn_id", "correlation_id", "topic", "partition")))

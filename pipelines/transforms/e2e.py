@@ -12,6 +12,8 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from kafkatap.pipelines.transforms.common import batch_taken
+
 KEY = ["topic", "partition", "offset"]
 
 
@@ -31,7 +33,7 @@ def _delivered(batches: DataFrame, links: DataFrame) -> DataFrame:
     """First delivery of each offset per consumer (group_id, client_id)."""
     groups = links.where(F.col("group_id").isNotNull()).select("conn_id", F.col("group_id").alias("_linked"))
     got = (batches.where(F.col("direction").isin("fetch", "share_fetch") & ~F.col("is_control")
-                         & (F.coalesce(F.col("partition_error_code"), F.lit(0)) == 0))
+                         & batch_taken())
            .join(F.broadcast(groups), "conn_id", "left")
            .withColumn("group_id", F.when(F.col("direction") == "share_fetch", F.col("group_id"))
                        .otherwise(F.col("_linked")))

@@ -6,7 +6,8 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
-from kafkatap.pipelines.transforms.common import PRODUCER_FENCING, request_str, response_str, with_client_host
+from kafkatap.pipelines.transforms.common import (PRODUCER_FENCING, batch_taken, request_str, response_str,
+                                                  with_client_host)
 
 TXN_APIS = [ApiKey.ADD_PARTITIONS_TO_TXN, ApiKey.ADD_OFFSETS_TO_TXN, ApiKey.END_TXN, ApiKey.TXN_OFFSET_COMMIT]
 
@@ -102,7 +103,7 @@ def producers(frames: DataFrame, batches: DataFrame) -> DataFrame:
         F.col("producer_epoch").cast("int").alias("epoch"), F.lit(0).cast("short").alias("api_key"),
         F.lit(None).cast("boolean").alias("committed"), F.lit(None).cast("string").alias("error_name"),
         F.lit(1).alias("batches"), F.col("record_count").alias("records"), F.col("batch_bytes").alias("bytes"),
-        F.when(F.coalesce(F.col("partition_error_code"), F.lit(0)) != 0, F.col("record_count")).otherwise(0)
+        F.when(~batch_taken(), F.col("record_count")).otherwise(0)
         .alias("refused"), "is_transactional")
     events = frame_side.unionByName(batch_side)
     is_end = F.col("api_key") == ApiKey.END_TXN

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from kafkatap.pipelines.transforms.common import capture_bounds
+from kafkatap.pipelines.transforms.common import batch_taken, capture_bounds
 
 KEY = ["group_id", "topic", "partition"]
 
@@ -71,7 +71,7 @@ def _log_ends(batches: DataFrame) -> DataFrame:
     produced = F.col("assigned_offset") + F.col("record_count")
     end = F.when(F.col("direction") == "produce", produced).otherwise(
         F.greatest(F.col("last_offset") + 1, F.col("high_watermark")))
-    return (batches.where(~F.coalesce(F.col("partition_error_code") != 0, F.lit(False)))
+    return (batches.where(batch_taken())
             .select("topic", "partition", "ts", end.alias("_end")).where(F.col("_end").isNotNull()))
 
 

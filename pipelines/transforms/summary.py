@@ -5,7 +5,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from kafkatap.pipelines.transforms.common import ISO
+from kafkatap.pipelines.transforms.common import ISO, batch_taken
 
 
 
@@ -29,7 +29,7 @@ def summary(frames: DataFrame, batches: DataFrame, anomalies: DataFrame, tables:
     by_name = frames.where(F.col("error_code") != 0).groupBy("error_name").agg(F.count(F.lit(1)).alias("n")).collect()
     # written: a batch the leader refused (NOT_LEADER_OR_FOLLOWER while leadership moves) is sent again and counted
     # then; consumed: followers' replication fetches (direction `replication`) are not consumption
-    written = F.coalesce(F.col("partition_error_code"), F.lit(0)) == 0
+    written = batch_taken()
     data = batches.where(~F.coalesce(F.col("is_control"), F.lit(False))).agg(
         F.sum(F.when((F.col("direction") == "produce") & written, F.col("record_count"))).alias("produced"),
         F.sum(F.when(F.col("direction").isin("fetch", "share_fetch"), F.col("record_count"))).alias("fetched")
