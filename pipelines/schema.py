@@ -342,9 +342,10 @@ DUPLICATE_DELIVERIES = table(
 )
 
 REBALANCES = table(
-    "One row per rebalance episode of a classic or KIP-848 consumer group (rules under \"Rebalance episodes\").",
+    "One row per rebalance episode of a classic or KIP-848 consumer group or a streams group "
+    "(rules under \"Rebalance episodes\").",
     column("group_id", pa.string(), "Group id."),
-    column("kind", pa.string(), "`classic_group` or `consumer_group` (KIP-848)."),
+    column("kind", pa.string(), "`classic_group`, `consumer_group` (KIP-848) or `streams_group` (KIP-1071)."),
     column("start_ts", TS, "First sign of the rebalance on the wire (the response or request in `evidence`)."),
     column("end_ts", TS, "The response that completed it: the last member's SyncGroup response of the generation, "
            "or the heartbeat response that brought the last member to the epoch."),
