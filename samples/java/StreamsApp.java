@@ -8,6 +8,10 @@ import java.util.Properties;
 import java.util.TreeMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerInterceptor;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.CloseOptions;
@@ -26,8 +30,9 @@ import org.apache.kafka.streams.processor.api.FixedKeyRecord;
  * tasks (one per source partition); what the instance saw is the sample's ground truth, as JSON lines on stdout with
  * wall-clock times: every state transition (KafkaStreams.setStateListener), the active and standby tasks of its
  * thread whenever they change (metadataForLocalThreads, with each task's partitions), each task's processor
- * initialised and closed (ProcessorContext.taskId, the task moving here or away) and every record it processed
- * (task, partition, offset).
+ * initialised and closed (ProcessorContext.taskId, the task moving here or away), every record it processed
+ * (task, partition, offset) and every record its producer wrote to the sink, as the broker acknowledged it (a
+ * producer interceptor: Streams hands the application no other account of its sink's offsets).
  *
  * Usage: StreamsApp key=value... with bootstrap, client.id, application.id, source, sink, optionally
  * sink.partitions (create the sink topic first, with an Admin client named client.id-sink-admin), state.dir and
@@ -54,6 +59,7 @@ public final class StreamsApp {
         props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.ByteArraySerde.class);
         props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.ByteArraySerde.class);
         props.put(StreamsConfig.consumerPrefix("auto.offset.reset"), "earliest");
+        props.put(StreamsConfig.producerPrefix(ProducerConfig.INTERCEPTOR_CLASSES_CONFIG), SinkAcks.class.getName());
         long deadline = System.nanoTime() + Long.parseLong(opt.getOrDefault("max.seconds", "120")) * 1_000_000_000L;
 
         StreamsBuilder builder = new StreamsBuilder();
@@ -100,6 +106,33 @@ public final class StreamsApp {
         }
         names.sort(null);
         return names;
+    }
+
+    /** Every record the instance's producer wrote, once acknowledged: an "acked" line like SampleProducer's. */
+    public static final class SinkAcks implements ProducerInterceptor<byte[], byte[]> {
+        private String producerId;
+
+        @Override
+        public void configure(Map<String, ?> configs) {
+            producerId = String.valueOf(configs.get(ProducerConfig.CLIENT_ID_CONFIG));
+        }
+
+        @Override
+        public ProducerRecord<byte[], byte[]> onSend(ProducerRecord<byte[], byte[]> record) {
+            return record;
+        }
+
+        @Override
+        public void onAcknowledgement(RecordMetadata md, Exception exception) {
+            if (exception == null && md.hasOffset()) {
+                Json.emit(producerId, "acked", Map.of("offsets", Map.of(md.topic() + ":" + md.partition(),
+                        List.of(md.offset()))));
+            }
+        }
+
+        @Override
+        public void close() {
+        }
     }
 
     /** The topology's one processor: says which task it runs in when the task starts and stops here. */

@@ -43,6 +43,11 @@ def run(env: Env) -> None:
     def instance(client_id: str, *extra: str) -> JavaClient:
         truth.client(client_id, LIBRARY, "streams", **{"application.id": GROUP, "group.protocol": "streams",
                                                        "num.stream.threads": 1, "commit.interval.ms": 500})
+        # the instance's own clients, under the client ids Streams derives from its client.id: they are the ones on
+        # the wire (and undeclared, the broker's request log would count them as the broker's own)
+        for suffix, role in (("StreamThread-1-consumer", "consumer"), ("StreamThread-1-producer", "producer"),
+                             ("admin", "admin")):
+            truth.client(f"{client_id}-{suffix}", LIBRARY, role, **{"streams.instance": client_id})
         return start("StreamsApp", client_id, [f"bootstrap={kafka.bootstrap}", f"client.id={client_id}",
                                                f"application.id={GROUP}", f"source={SOURCE}", f"sink={SINK}",
                                                f"state.dir={env.workdir / 'state' / client_id}", "max.seconds=120",
