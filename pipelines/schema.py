@@ -43,8 +43,8 @@ GROUPS = table(
     "sessions: one row per group id a request names: groups whose members join, and groups that only commit or "
     "read offsets (manual assignment, or a capture that began after the joins).",
     column("group_id", pa.string(), "Group id."),
-    column("kind", pa.string(), "`consumer_group` (KIP-848), `share_group`, or `classic_group` (JoinGroup, or "
-           "offsets only)."),
+    column("kind", pa.string(), "`consumer_group` (KIP-848), `streams_group` (KIP-1071), `share_group`, or "
+           "`classic_group` (JoinGroup, or offsets only)."),
     column("joined", pa.bool_(), "A JoinGroup or a consumer, share or streams group heartbeat names the group."),
     column("commit_only", pa.bool_(), "The group commits offsets but no member joins it in the capture."),
     column("first_seen", TS, "First request naming the group."),
@@ -75,8 +75,10 @@ COMMITS = table(
 )
 
 MEMBERS = table(
-    "sessions: one row per (group, member, incarnation) of consumer groups, classic (JoinGroup) and KIP-848 alike.",
-    column("kind", pa.string(), "`consumer_group` (KIP-848 ConsumerGroupHeartbeat) or `classic_group` (JoinGroup)."),
+    "sessions: one row per (group, member, incarnation) of consumer groups, classic (JoinGroup), KIP-848 and streams "
+    "groups (KIP-1071, whose members' active tasks count as the partitions they read) alike.",
+    column("kind", pa.string(), "`consumer_group` (KIP-848 ConsumerGroupHeartbeat), `streams_group` (KIP-1071 "
+                                 "StreamsGroupHeartbeat) or `classic_group` (JoinGroup)."),
     column("group_id", pa.string(), "Group id."),
     column("member_id", pa.string(), "Member id."),
     column("group_instance_id", pa.string(), "Static membership instance id, when sent."),
@@ -201,7 +203,7 @@ EPOCH_EVENTS = table(
     "sessions: every epoch a broker handed to a group member or producer, when it changed (a heartbeat answering "
     "the member's current epoch again is not a change): where each member epoch, generation and producer epoch "
     "began. Share session epochs, which move on with every ShareFetch, are left out.",
-    column("kind", pa.string(), "`consumer_group`, `classic_group`, `share_group` or `producer`."),
+    column("kind", pa.string(), "`consumer_group`, `streams_group`, `classic_group`, `share_group` or `producer`."),
     column("party", pa.string(), "`group/member_id` or `pid:<producer id>`."),
     column("group_id", pa.string(), "Group id (members)."),
     column("member_id", pa.string(), "Member id (members)."),
@@ -220,7 +222,8 @@ FENCED_EPOCHS = table(
     "One row per fencing, reported by the broker (an error) or inferred (a zombie using an epoch older than one "
     "already handed to the same member / producer, with no broker error).",
     column("kind", pa.string(),
-           "`consumer_group` (KIP-848), `classic_group`, `share_group`, `producer` or `partition_leader` "
+           "`consumer_group` (KIP-848), `streams_group`, `classic_group`, `share_group`, `producer` or "
+           "`partition_leader` "
            "(FENCED_LEADER_EPOCH to a client; followers' replication Fetches refused so are not rows)."),
     column("group_id", pa.string(), "Group id, for group fencings."),
     column("transactional_id", pa.string(), "Transactional id, for producer fencings."),
@@ -287,7 +290,8 @@ FENCED_EPOCHS = table(
 DUPLICATE_DELIVERIES = table(
     "One row per offset range delivered (or appended) more than once.",
     column("kind", pa.string(),
-           "`consumer_group` (KIP-848), `classic_group`, `share_group`, `producer`, or `none` for fetches no group "
+           "`consumer_group` (KIP-848), `streams_group`, `classic_group`, `share_group`, `producer`, or `none` for "
+           "fetches no group "
            "member could be linked to (assign() consumers; then duplicates are per client id and ip)."),
     column("group_id", pa.string(), "Group id (null when the fetches could not be linked to a group)."),
     column("topic", pa.string(), "Topic."),
@@ -338,9 +342,10 @@ DUPLICATE_DELIVERIES = table(
 )
 
 REBALANCES = table(
-    "One row per rebalance episode of a classic or KIP-848 consumer group (rules under \"Rebalance episodes\").",
+    "One row per rebalance episode of a classic or KIP-848 consumer group or a streams group "
+    "(rules under \"Rebalance episodes\").",
     column("group_id", pa.string(), "Group id."),
-    column("kind", pa.string(), "`classic_group` or `consumer_group` (KIP-848)."),
+    column("kind", pa.string(), "`classic_group`, `consumer_group` (KIP-848) or `streams_group` (KIP-1071)."),
     column("start_ts", TS, "First sign of the rebalance on the wire (the response or request in `evidence`)."),
     column("end_ts", TS, "The response that completed it: the last member's SyncGroup response of the generation, "
            "or the heartbeat response that brought the last member to the epoch."),
@@ -393,7 +398,7 @@ E2E_LATENCY = table(
 
 OWNERSHIP_CONFLICTS = table(
     "A partition owned by two members of one group at overlapping times (rules under \"Ownership conflicts\").",
-    column("kind", pa.string(), "`classic_group` or `consumer_group`."),
+    column("kind", pa.string(), "`classic_group`, `consumer_group` or `streams_group`."),
     column("group_id", pa.string(), "Group id."),
     column("topic", pa.string(), "Topic."),
     column("partition", pa.int32(), "Partition."),

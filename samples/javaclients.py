@@ -33,6 +33,7 @@ _CANCELLED = re.compile(r"^\d+ DEBUG .*?\[\w+ clientId=([^,\]]*)[,\]].*? Cancell
 _ERROR_CODE = re.compile(r"errorCode=(-?\d+)")
 _MEMBER = re.compile(r"memberId='([^']*)', memberEpoch=(-?\d+)")
 _PRODUCER = re.compile(r"producerId=(\d+), producerEpoch=(\d+)")
+_HEARTBEATS = ("ConsumerGroupHeartbeat", "StreamsGroupHeartbeat")  # KIP-848 and KIP-1071: member id and epoch
 _API_NAMES = {name.lower(): name for name in API_KEYS}
 
 
@@ -155,7 +156,8 @@ class ClientLog:
 
 def read_log(path: Path) -> ClientLog:
     """A program's log read back: the requests it sent, the responses it received with a non-zero error code (the
-    top-level one, else the first nested one), and the member ids and epochs of its ConsumerGroupHeartbeats, in order:
+    top-level one, else the first nested one), and the member ids and epochs of its ConsumerGroupHeartbeats and
+StreamsGroupHeartbeats, in order:
     epoch 0 for each request that joins (or rejoins) the group, and the epoch every successful response handed it."""
     out = ClientLog()
     for line in path.read_text(errors="replace").splitlines():
@@ -163,7 +165,7 @@ def read_log(path: Path) -> ClientLog:
         if m:
             api = api_of(m.group(2))
             out.sent[(m.group(3), api)] += 1
-            joining = _MEMBER.search(line) if api == "ConsumerGroupHeartbeat" else None
+            joining = _MEMBER.search(line) if api in _HEARTBEATS else None
             if joining and joining.group(2) == "0":
                 out.member_epochs.append((int(m.group(1)) / 1000, m.group(3), joining.group(1), 0))
             continue
@@ -178,7 +180,7 @@ def read_log(path: Path) -> ClientLog:
         code = next((int(c) for c in _ERROR_CODE.findall(body) if c != "0"), 0)
         if code:
             out.errors.append((wall, client, api, kafka_python_error_name(code)))
-        elif api == "ConsumerGroupHeartbeat":
+        elif api in _HEARTBEATS:
             member = _MEMBER.search(body)
             if member and int(member.group(2)) > 0:
                 out.member_epochs.append((wall, client, member.group(1), int(member.group(2))))

@@ -12,6 +12,9 @@ from kafkatap.pipelines.intermediates import intermediate
 from kafkatap.pipelines.storage import client_host
 
 SHARE_GROUP_APIS = [ApiKey.SHARE_GROUP_HEARTBEAT, ApiKey.SHARE_FETCH, ApiKey.SHARE_ACKNOWLEDGE]
+MEMBER_HEARTBEATS = [ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.STREAMS_GROUP_HEARTBEAT]
+"""KIP-848 consumer and KIP-1071 streams group heartbeats: both carry the member id and epoch under the same rules
+(epoch 0 joins, -1 leaves, -2 a static member leaves; the coordinator answers the epoch it hands the member)."""
 
 MEMBER_FENCING = [e.name for e in (ErrorCode.FENCED_MEMBER_EPOCH, ErrorCode.STALE_MEMBER_EPOCH,
                                     ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION,
@@ -57,15 +60,18 @@ def request_str(path: str) -> Column:
 
 @intermediate
 def group_kinds(frames: DataFrame) -> DataFrame:
-    """(group_id, kind): a group is `consumer_group` if any ConsumerGroupHeartbeat names it, `share_group` for share
-    apis, else `classic_group` (JoinGroup / OffsetCommit-only groups)."""
-    rank = (F.when(F.col("api_key") == ApiKey.CONSUMER_GROUP_HEARTBEAT, 3)
+    """(group_id, kind): a group is `streams_group` if any StreamsGroupHeartbeat names it, `consumer_group` if any
+    ConsumerGroupHeartbeat does, `share_group` for share apis, else `classic_group` (JoinGroup / OffsetCommit-only
+    groups)."""
+    rank = (F.when(F.col("api_key") == ApiKey.STREAMS_GROUP_HEARTBEAT, 4)
+            .when(F.col("api_key") == ApiKey.CONSUMER_GROUP_HEARTBEAT, 3)
             .when(F.col("api_key").isin(SHARE_GROUP_APIS), 2)
             .otherwise(1))
     return (frames.where(F.col("group_id").isNotNull() & (F.col("group_id") != ""))
             .groupBy("group_id").agg(F.max(rank).alias("rank"))
             .select("group_id", F.element_at(F.array(F.lit("classic_group"), F.lit("share_group"),
-                                                     F.lit("consumer_group")), F.col("rank")).alias("kind")))
+                                                     F.lit("consumer_group"), F.lit("streams_group")),
+                                            F.col("rank")).alias("kind")))
 
 
 @intermediate

@@ -5,7 +5,8 @@ Classic groups: an episode closes with the last successful SyncGroup response of
 SyncGroup, a rejoin) are failed rounds of the same episode. It opens with the first sign of PreparingRebalance after
 the previous episode closed: a JoinGroup request, a LeaveGroup request (the broker starts rebalancing as it reads
 one), or REBALANCE_IN_PROGRESS answered to a Heartbeat, OffsetCommit or SyncGroup.
-KIP-848 groups: an epoch E closes when every member handed E has been handed it and the last assignment handed at E
+KIP-848 and streams groups (KIP-1071; a streams member's active tasks stand for its partitions): an epoch E
+closes when every member handed E has been handed it and the last assignment handed at E
 (a member reaches the target epoch once it has revoked what it must; a joiner may get its partitions later at the
 same epoch, once others released them); epochs handed before the previous one closed belong to the same episode. An
 assignment at E that takes partitions away from what the member was handed at E is a revocation towards the next
@@ -28,8 +29,8 @@ from pyspark.sql import functions as F
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 from kafkatap.dissect.protocol.generated.errors import ErrorCode
 from kafkatap.pipelines.intermediates import intermediate
-from kafkatap.pipelines.transforms.common import is_ok, request_source, response_source
-from kafkatap.pipelines.transforms.members import member_frames, member_keys
+from kafkatap.pipelines.transforms.common import MEMBER_HEARTBEATS, is_ok, request_source, response_source
+from kafkatap.pipelines.transforms.members import TASKS, member_frames, member_keys
 
 _ASSIGNED = "array<struct<topic_id:string,partitions:array<int>>>"
 _MEMBERS = "map<string,string>"
@@ -42,13 +43,13 @@ def _response_at() -> F.Column:
     return response_source(F.col("api_name"), F.coalesce("ts_response", "ts_request"))
 
 
-def _with_previous(closed: DataFrame, kind: str) -> DataFrame:
+def _with_previous(closed: DataFrame, kind: F.Column) -> DataFrame:
     """Add `before`, `before_members` and `prev_end` from the group's previous episode."""
     order = Window.partitionBy("group_id").orderBy("end_ts")
     return (closed.withColumn("before", F.coalesce(F.lag("after").over(order), F.array().cast("array<string>")))
             .withColumn("before_members", F.coalesce(F.lag("after_members").over(order),
                                                      F.create_map().cast(_MEMBERS)))
-            .withColumn("prev_end", F.lag("end_ts").over(order)).withColumn("kind", F.lit(kind)))
+            .withColumn("prev_end", F.lag("end_ts").over(order)).withColumn("kind", kind))
 
 
 def _opened(episodes: DataFrame, signals: DataFrame) -> DataFrame:
@@ -100,18 +101,21 @@ def classic_episodes(frames: DataFrame) -> DataFrame:
         "group_id", F.when(rip, F.coalesce("ts_response", "ts_request")).otherwise(F.col("ts")).alias("ts"),
         F.when(rip, F.concat(_response_at(), F.lit(" REBALANCE_IN_PROGRESS"))).otherwise(request_source())
         .alias("evidence"))
-    return _opened(_with_previous(closed, "classic_group"), signals)
+    return _opened(_with_previous(closed, F.lit("classic_group")), signals)
 
 
 def kip848_episodes(frames: DataFrame) -> DataFrame:
-    mf = (member_frames(frames).where(F.col("kind") == "consumer_group")
+    mf = (member_frames(frames).where(F.col("kind").isin("consumer_group", "streams_group"))
           .join(member_keys(frames), ["group_id", "member_id"]))
-    hb = (mf.where((F.col("api_key") == ApiKey.CONSUMER_GROUP_HEARTBEAT) & is_ok(F.col("error_code"))
+    # a streams member's active tasks as (subtopology, partitions): what it holds, like a consumer's topic partitions
+    tasks = F.transform(F.from_json(F.get_json_object("response_json", "$.active_tasks"), TASKS),
+                        lambda t: F.struct(t["subtopology_id"].alias("topic_id"), t["partitions"].alias("partitions")))
+    hb = (mf.where(F.col("api_key").isin(MEMBER_HEARTBEATS) & is_ok(F.col("error_code"))
                    & (F.col("response_member_epoch") > 0))
-          .select("group_id", "member", "member_id", F.col("response_member_epoch").alias("epoch"),
+          .select("kind", "group_id", "member", "member_id", F.col("response_member_epoch").alias("epoch"),
                   F.coalesce("ts_response", "ts_request").alias("ts"), _response_at().alias("evidence"),
-                  F.from_json(F.get_json_object("response_json", "$.assignment.topic_partitions"), _ASSIGNED)
-                  .alias("assigned")))
+                  F.coalesce(F.from_json(F.get_json_object("response_json", "$.assignment.topic_partitions"),
+                                         _ASSIGNED), tasks).alias("assigned")))
     held = F.array_sort(F.flatten(F.transform("assigned", lambda tp: F.transform(
         tp["partitions"], lambda p: F.concat_ws(":", tp["topic_id"], p.cast("string"))))))
     mine = Window.partitionBy("group_id", "member").orderBy("ts")
@@ -130,8 +134,8 @@ def kip848_episodes(frames: DataFrame) -> DataFrame:
                  & ~F.coalesce(F.max("epoch").over(earlier) > F.col("epoch"), F.lit(False)))
     reached = (hb.withColumn("_at_target", at_target).groupBy("group_id", "member", "epoch").agg(F.greatest(
         F.min(F.struct("ts", "evidence")), F.max(F.when(F.col("_at_target"), F.struct("ts", "evidence"))))
-        .alias("r"), F.max_by("member_id", "ts").alias("member_id")))
-    epochs = reached.groupBy("group_id", "epoch").agg(
+        .alias("r"), F.max_by("member_id", "ts").alias("member_id"), F.first("kind").alias("kind")))
+    epochs = reached.groupBy("group_id", "epoch").agg(F.first("kind").alias("kind"),
         F.array_sort(F.collect_set("member_id")).alias("members"),
         F.map_from_entries(F.collect_list(F.struct("member_id", "member"))).alias("keys"),
         F.min("r").alias("first"), F.max("r").alias("last"))
@@ -141,16 +145,17 @@ def kip848_episodes(frames: DataFrame) -> DataFrame:
             .withColumn("_new", F.coalesce(F.col("first.ts") > F.col("_closed_before"), F.lit(True)).cast("int"))
             .withColumn("_run", F.sum("_new").over(order)))
     closed = (runs.groupBy("group_id", "_run").agg(
-        F.max("epoch").alias("generation_or_epoch"), F.count(F.lit(1)).alias("rounds"),
+        F.first("kind").alias("kind"), F.max("epoch").alias("generation_or_epoch"), F.count(F.lit(1)).alias("rounds"),
         F.max_by("members", "epoch").alias("after"), F.max_by("keys", "epoch").alias("after_members"),
         F.max("last").alias("s"), F.min("first").alias("f"))
-        .select("group_id", "generation_or_epoch", "rounds", "after", "after_members", F.col("s.ts").alias("end_ts"),
+        .select("kind", "group_id", "generation_or_epoch", "rounds", "after", "after_members",
+                F.col("s.ts").alias("end_ts"),
                 F.col("s.evidence").alias("close_evidence"), F.col("f.ts").alias("fallback_start"),
                 F.col("f.evidence").alias("fallback_evidence")))
-    leaves = mf.where((F.col("api_key") == ApiKey.CONSUMER_GROUP_HEARTBEAT) & (F.col("member_epoch") == -1)).select(
+    leaves = mf.where(F.col("api_key").isin(MEMBER_HEARTBEATS) & (F.col("member_epoch") == -1)).select(
         "group_id", "ts", request_source().alias("evidence"))
     signals = hb.where(F.col("assigns")).select("group_id", "ts", "evidence").unionByName(leaves)
-    return _opened(_with_previous(closed, "consumer_group"), signals)
+    return _opened(_with_previous(closed, F.col("kind")), signals)
 
 
 @intermediate

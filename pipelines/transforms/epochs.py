@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 from kafkatap.pipelines.intermediates import intermediate
 from kafkatap.pipelines.transforms.common import (
-    group_kinds, is_ok, nonempty, request_str, response_source, response_str
+    MEMBER_HEARTBEATS, group_kinds, is_ok, nonempty, request_str, response_source, response_str
 )
 
 EVENT_COLUMNS = ["kind", "party", "group_id", "member_id", "group_instance_id", "transactional_id", "producer_id",
@@ -38,14 +38,19 @@ def _member_party(member: Column) -> Column:
     return F.concat_ws("/", F.col("group_id"), member)
 
 
+def _heartbeat_kind() -> Column:
+    """The group kind a member heartbeat's api key says."""
+    return (F.when(F.col("api_key") == ApiKey.SHARE_GROUP_HEARTBEAT, "share_group")
+            .when(F.col("api_key") == ApiKey.STREAMS_GROUP_HEARTBEAT, "streams_group").otherwise("consumer_group"))
+
+
 @intermediate
 def handed_epochs(frames: DataFrame) -> DataFrame:
     """Successful responses that hand an epoch to a party."""
     ok = frames.where(is_ok(F.col("error_code")))
     answered_member = F.coalesce(nonempty(response_str("$.member_id")), F.col("member_id"))
-    heartbeats = ok.where(F.col("api_key").isin(ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.SHARE_GROUP_HEARTBEAT)
+    heartbeats = ok.where(F.col("api_key").isin(*MEMBER_HEARTBEATS, ApiKey.SHARE_GROUP_HEARTBEAT)
                           & (F.col("response_member_epoch") > 0))
-    kind = F.when(F.col("api_key") == ApiKey.SHARE_GROUP_HEARTBEAT, "share_group").otherwise("consumer_group")
     joins = ok.where(F.col("api_key") == ApiKey.JOIN_GROUP)
     generation = F.coalesce(response_str("$.generation_id").cast("int"), F.col("generation_id"))
     producers = ok.where(F.col("api_key").isin(ApiKey.INIT_PRODUCER_ID, ApiKey.END_TXN)
@@ -58,7 +63,7 @@ def handed_epochs(frames: DataFrame) -> DataFrame:
         F.col("share_session_epoch") + 1)
     ts = F.coalesce("ts_response", "ts_request")
     return (
-        _event(heartbeats, kind, _member_party(answered_member), F.col("response_member_epoch"), True, ts,
+        _event(heartbeats, _heartbeat_kind(), _member_party(answered_member), F.col("response_member_epoch"), True, ts,
                member_id=answered_member)
         .unionByName(_event(joins, F.lit("classic_group"), _member_party(answered_member), generation, True, ts,
                             member_id=answered_member))
@@ -87,9 +92,7 @@ def used_epochs(frames: DataFrame, batches: DataFrame) -> DataFrame:
     kinds = group_kinds(frames)
     ts = F.coalesce("ts_request", "ts_response")
     named = F.col("member_id").isNotNull() & (F.col("member_id") != "")
-    heartbeats = frames.where(F.col("api_key").isin(ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.SHARE_GROUP_HEARTBEAT)
-                              & named)
-    hb_kind = F.when(F.col("api_key") == ApiKey.SHARE_GROUP_HEARTBEAT, "share_group").otherwise("consumer_group")
+    heartbeats = frames.where(F.col("api_key").isin(*MEMBER_HEARTBEATS, ApiKey.SHARE_GROUP_HEARTBEAT) & named)
     classic = (frames.where(F.col("api_key").isin(ApiKey.JOIN_GROUP, ApiKey.HEARTBEAT, ApiKey.SYNC_GROUP,
                                                   ApiKey.OFFSET_COMMIT, ApiKey.TXN_OFFSET_COMMIT, ApiKey.LEAVE_GROUP)
                             & named)
@@ -114,7 +117,7 @@ def used_epochs(frames: DataFrame, batches: DataFrame) -> DataFrame:
     producers = txn.unionByName(reinit).unionByName(_produce_epochs(frames, batches))
     sessions = frames.where(F.col("api_key").isin(ApiKey.SHARE_FETCH, ApiKey.SHARE_ACKNOWLEDGE) & named)
     return (
-        _event(heartbeats, hb_kind, _member_party(F.col("member_id")), F.col("member_epoch"), False, ts)
+        _event(heartbeats, _heartbeat_kind(), _member_party(F.col("member_id")), F.col("member_epoch"), False, ts)
         .unionByName(_event(classic, F.col("kind"), _member_party(F.col("member_id")), F.col("epoch"), False, ts))
         .unionByName(_event(producers, F.lit("producer"), F.concat(F.lit("pid:"), F.col("producer_id").cast("long")),
                             F.col("producer_epoch"), False, ts))

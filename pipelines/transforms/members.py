@@ -1,4 +1,5 @@
-"""sessions/members: the life of each consumer group member, classic (JoinGroup) and KIP-848 alike.
+"""sessions/members: the life of each consumer group member, classic (JoinGroup), KIP-848 and KIP-1071 (streams
+groups, whose members' tasks are read as the partitions they consume) alike.
 
 A row is one life (incarnation) of a member id. A KIP-848 consumer keeps its member id (the Java client generates it,
 KIP-1082; librdkafka too, samples consumer_group_848 and kafka44_consumer_group) when it rejoins at member epoch 0
@@ -13,7 +14,8 @@ from pyspark.sql import functions as F
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 from kafkatap.pipelines.intermediates import intermediate
 from kafkatap.pipelines.transforms.common import (
-    MEMBER_FENCING, capture_bounds, group_kinds, is_ok, nonempty, request_str, response_str, with_client_host
+    MEMBER_FENCING, MEMBER_HEARTBEATS, capture_bounds, group_kinds, is_ok, nonempty, request_str, response_str,
+    with_client_host
 )
 
 # Broker defaults (group.consumer.session.timeout.ms, session.timeout.ms): used when the capture does not show the
@@ -22,6 +24,9 @@ DEFAULT_SESSION_TIMEOUT_MS = 45_000
 ASSIGNMENT = "struct<topic_partitions:array<struct<topic_id:string,partitions:array<int>>>>"
 CONSUMER_ASSIGNMENT = "struct<assigned_partitions:array<struct<topic:string,partitions:array<int>>>>"
 """The dissector's `$consumer` form of a classic SyncGroup assignment (dissect/kafka/consumer_protocol.py)."""
+TASKS = "array<struct<subtopology_id:string,partitions:array<int>>>"
+SUBTOPOLOGIES = ("array<struct<subtopology_id:string,source_topics:array<string>,"
+                 "repartition_source_topics:array<struct<name:string>>>>")
 
 
 @intermediate
@@ -35,16 +40,17 @@ def topic_names(batches: DataFrame) -> DataFrame:
 def member_frames(frames: DataFrame) -> DataFrame:
     """Coordinator frames of consumer-group members (commits included: a refused commit can be how a member learns
     it was fenced), with the member id the broker answered where it assigned one, and the static instance id of
-    KIP-848 members too (ConsumerGroupHeartbeat names it `instance_id`, so the dissector's column misses it)."""
-    member = F.coalesce(F.when(F.col("api_key").isin(ApiKey.JOIN_GROUP, ApiKey.CONSUMER_GROUP_HEARTBEAT),
+    KIP-848 and streams group members too (their heartbeats name it `instance_id`, so the dissector's column misses
+    it)."""
+    member = F.coalesce(F.when(F.col("api_key").isin(ApiKey.JOIN_GROUP, *MEMBER_HEARTBEATS),
                                nonempty(response_str("$.member_id"))),
                         nonempty(F.col("member_id")), nonempty(request_str("$.members[0].member_id")))
     instance = F.coalesce(F.col("group_instance_id"), F.when(
-        F.col("api_key") == ApiKey.CONSUMER_GROUP_HEARTBEAT, nonempty(request_str("$.instance_id"))))
+        F.col("api_key").isin(MEMBER_HEARTBEATS), nonempty(request_str("$.instance_id"))))
     kinds = group_kinds(frames)
     return (with_client_host(frames)
             .where(F.col("api_key").isin(ApiKey.JOIN_GROUP, ApiKey.HEARTBEAT, ApiKey.LEAVE_GROUP, ApiKey.SYNC_GROUP,
-                                         ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.OFFSET_COMMIT))
+                                         *MEMBER_HEARTBEATS, ApiKey.OFFSET_COMMIT))
             .withColumn("member_id", member).where(F.col("member_id").isNotNull())
             .withColumn("group_instance_id", instance)
             .join(kinds.where(F.col("kind") != "share_group"), "group_id", "inner")
@@ -56,16 +62,16 @@ def member_keys(frames: DataFrame) -> DataFrame:
     """(group_id, member_id, member): who a member is to its group. A KIP-848 static member restarted under its
     group.instance.id comes back with a new member id at the epoch it left and the group does not rebalance, so its
     member is its instance id; every other member's is its member id."""
-    instance = F.when(F.first("kind") == "consumer_group", F.max("group_instance_id"))
+    instance = F.when(F.first("kind").isin("consumer_group", "streams_group"), F.max("group_instance_id"))
     return (member_frames(frames).groupBy("group_id", "member_id")
             .agg(F.coalesce(instance, F.col("member_id")).alias("member")))
 
 
 def is_leave() -> Column:
-    """A member frame that leaves the group: a LeaveGroup, or a KIP-848 heartbeat at member epoch -1 (leave) or -2
-    (a static member's leave)."""
+    """A member frame that leaves the group: a LeaveGroup, or a KIP-848 or streams group heartbeat at member epoch -1
+    (leave) or -2 (a static member's leave)."""
     return (F.col("api_key") == ApiKey.LEAVE_GROUP) | (
-        (F.col("api_key") == ApiKey.CONSUMER_GROUP_HEARTBEAT) & F.col("member_epoch").isin(-1, -2))
+        F.col("api_key").isin(MEMBER_HEARTBEATS) & F.col("member_epoch").isin(-1, -2))
 
 
 def session_timeout_ms() -> Column:
@@ -74,16 +80,41 @@ def session_timeout_ms() -> Column:
 
 
 def heartbeat_interval_ms() -> Column:
-    """The heartbeat interval an accepted ConsumerGroupHeartbeat answered the member (null on its other frames)."""
-    return F.when((F.col("api_key") == ApiKey.CONSUMER_GROUP_HEARTBEAT) & is_ok(F.col("error_code")),
+    """The heartbeat interval an accepted KIP-848 or streams group heartbeat answered the member (null on its other
+    frames)."""
+    return F.when(F.col("api_key").isin(MEMBER_HEARTBEATS) & is_ok(F.col("error_code")),
                   response_str("$.heartbeat_interval_ms").cast("long"))
 
 
 MEMBER = ["group_id", "member_id"]
 
 
+def _task_assignments(mf: DataFrame, keys: list[str]) -> DataFrame:
+    """Streams group active tasks received, as the partitions they read: (*keys, ts, assignment as sorted
+    `topic:partition` strings). Task (subtopology, p) reads partition p of each source topic of its subtopology, which
+    the members declare in their heartbeats' topology; a response without active tasks left them unchanged."""
+    streams = F.col("api_key") == ApiKey.STREAMS_GROUP_HEARTBEAT
+    sources = (mf.where(streams).select("group_id", F.explode(F.from_json(
+        request_str("$.topology.subtopologies"), SUBTOPOLOGIES)).alias("s"))
+        .select("group_id", F.col("s.subtopology_id").alias("subtopology_id"), F.explode(F.concat(
+            F.col("s.source_topics"), F.transform("s.repartition_source_topics", lambda t: t["name"])))
+            .alias("topic"))
+        .distinct())
+    tasks = (mf.where(streams & is_ok(F.col("error_code")))
+             .withColumn("t", F.from_json(response_str("$.active_tasks"), TASKS)).where(F.col("t").isNotNull())
+             .select(*keys, "ts", F.explode_outer("t").alias("task"))
+             .select(*keys, "ts", F.col("task.subtopology_id").alias("subtopology_id"),
+                     F.explode_outer("task.partitions").alias("partition"))
+             .join(sources, ["group_id", "subtopology_id"], "left")
+             .withColumn("tp", F.when(F.col("partition").isNotNull(), F.concat_ws(
+                 ":", F.coalesce("topic", F.concat(F.lit("subtopology "), "subtopology_id")),
+                 F.col("partition").cast("string")))))
+    return tasks.groupBy(*keys, "ts").agg(F.sort_array(F.collect_set("tp")).alias("assignment"))
+
+
 def _assignments(mf: DataFrame, names: DataFrame, keys: list[str] = MEMBER) -> DataFrame:
-    """KIP-848 assignments received: (*keys, ts, assignment as sorted `topic:partition` strings)."""
+    """KIP-848 and streams group assignments received: (*keys, ts, assignment as sorted `topic:partition`
+    strings)."""
     hb = (mf.where((F.col("api_key") == ApiKey.CONSUMER_GROUP_HEARTBEAT) & is_ok(F.col("error_code")))
           .withColumn("a", F.from_json(response_str("$.assignment"), ASSIGNMENT))
           .where(F.col("a").isNotNull())
@@ -95,7 +126,8 @@ def _assignments(mf: DataFrame, names: DataFrame, keys: list[str] = MEMBER) -> D
                 .withColumn("tp", F.when(F.col("partition").isNotNull(), F.concat_ws(
                     ":", F.coalesce("topic", "topic_id"), F.col("partition").cast("string")))))
     return (exploded.groupBy(*keys, "ts")
-            .agg(F.sort_array(F.collect_set("tp")).alias("assignment")))
+            .agg(F.sort_array(F.collect_set("tp")).alias("assignment"))
+            .unionByName(_task_assignments(mf, keys)))
 
 
 def _classic_assignments(mf: DataFrame, keys: list[str] = MEMBER) -> DataFrame:
@@ -122,7 +154,7 @@ def received_assignments(frames: DataFrame, batches: DataFrame) -> DataFrame:
     keys = ["group_id", "member_id", "ts"]
     received = (_assignments(mf, topic_names(batches))
                 .unionByName(_classic_assignments(mf).where(F.col("assignment").isNotNull()).drop("raw")))
-    frame_cols = mf.where(F.col("api_key").isin(ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.SYNC_GROUP)
+    frame_cols = mf.where(F.col("api_key").isin(*MEMBER_HEARTBEATS, ApiKey.SYNC_GROUP)
                           & is_ok(F.col("error_code"))).select(
         *keys, "kind", "client_id", "conn_id", "correlation_id", "api_name")
     return received.join(frame_cols, keys, "inner").dropDuplicates([*keys, "conn_id", "correlation_id"])
@@ -183,7 +215,7 @@ def _incarnations(mf: DataFrame) -> DataFrame:
     response that refused the member id with a fencing error since its previous join."""
     order = Window.partitionBy(*MEMBER).orderBy("ts", "correlation_id")
     earlier = order.rowsBetween(Window.unboundedPreceding, -1)
-    join = (F.col("api_key") == ApiKey.CONSUMER_GROUP_HEARTBEAT) & (F.col("member_epoch") == 0)
+    join = F.col("api_key").isin(MEMBER_HEARTBEATS) & (F.col("member_epoch") == 0)
     refused = F.max(F.when(F.col("error_name").isin(MEMBER_FENCING), F.col("ts"))).over(earlier)
     joined = F.max(F.when(join, F.col("ts"))).over(earlier)
     rejoin = join & refused.isNotNull() & (joined.isNull() | (refused > joined))
@@ -204,7 +236,7 @@ def members(frames: DataFrame, batches: DataFrame) -> DataFrame:
               .withColumn("ok_before", F.max(F.when(ok & ~is_leave(), F.col("ts"))).over(earlier)))
     generation = F.when((F.col("api_key") == ApiKey.JOIN_GROUP) & ok,
                         F.coalesce(response_str("$.generation_id").cast("int"), F.col("generation_id")))
-    member_epoch = F.when((F.col("api_key") == ApiKey.CONSUMER_GROUP_HEARTBEAT) & ok
+    member_epoch = F.when(F.col("api_key").isin(MEMBER_HEARTBEATS) & ok
                           & (F.col("response_member_epoch") > 0), F.col("response_member_epoch"))
     last = F.struct("ts", "correlation_id")
     agg = events.groupBy(*keys).agg(
@@ -217,9 +249,9 @@ def members(frames: DataFrame, batches: DataFrame) -> DataFrame:
         F.max("ts").alias("last_seen"),
         F.sort_array(F.collect_set(generation)).alias("generations"),
         F.sort_array(F.collect_set(member_epoch)).alias("member_epochs"),
-        F.count(F.when((F.col("api_key") == ApiKey.JOIN_GROUP) | ((F.col("api_key") == ApiKey.CONSUMER_GROUP_HEARTBEAT)
+        F.count(F.when((F.col("api_key") == ApiKey.JOIN_GROUP) | (F.col("api_key").isin(MEMBER_HEARTBEATS)
                                                            & (F.col("member_epoch") == 0)), 1)).alias("joins"),
-        F.count(F.when(F.col("api_key").isin(ApiKey.HEARTBEAT, ApiKey.CONSUMER_GROUP_HEARTBEAT)
+        F.count(F.when(F.col("api_key").isin(ApiKey.HEARTBEAT, *MEMBER_HEARTBEATS)
                        & ~F.coalesce(F.col("member_epoch").isin(0, -1, -2), F.lit(False)), 1)).alias("heartbeats"),
         F.max_by("event", last).alias("last_event"),
         F.max_by("error_name", last).alias("last_error"),

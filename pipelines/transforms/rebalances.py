@@ -1,11 +1,11 @@
-"""rebalances: one row per rebalance episode of a consumer group, with who came and went, what moved, how long the
-moved partitions had no owner, and what triggered it.
+"""rebalances: one row per rebalance episode of a consumer or streams group, with who came and went, what moved,
+how long the moved partitions had no owner, and what triggered it.
 
 Episodes come from `episodes` (their boundaries per group kind), ownership from `ownership`. The trigger is the
 earliest cause seen between the previous episode's close and this one's: a member that joined (its JoinGroup, or
-KIP-848 heartbeat at epoch 0), one that left (LeaveGroup or epoch -1/-2), one answered a fencing error, one that is
-gone with none of these (expired: the broker timed its session out), or a member whose subscription changed; ties go
-in that order, and nothing seen is `unknown`.
+KIP-848 or streams group heartbeat at epoch 0), one that left (LeaveGroup or epoch -1/-2), one answered a fencing
+error, one that is gone with none of these (expired: the broker timed its session out), or a member whose
+subscription changed; ties go in that order, and nothing seen is `unknown`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 from kafkatap.pipelines.storage import client_host
-from kafkatap.pipelines.transforms.common import MEMBER_FENCING, request_str, with_client_host
+from kafkatap.pipelines.transforms.common import MEMBER_FENCING, MEMBER_HEARTBEATS, request_str, with_client_host
 from kafkatap.pipelines.transforms.episodes import episodes
 from kafkatap.pipelines.transforms.members import is_leave, member_frames, member_keys
 from kafkatap.pipelines.transforms.ownership import ownership
@@ -34,7 +34,7 @@ def _causes(frames: DataFrame) -> DataFrame:
     """(group_id, member_id, ts, cause) for every join, leave, fencing and subscription change."""
     mf = member_frames(frames)
     is_join = (F.col("api_key") == ApiKey.JOIN_GROUP) | (
-        (F.col("api_key") == ApiKey.CONSUMER_GROUP_HEARTBEAT) & (F.col("member_epoch") == 0))
+        F.col("api_key").isin(MEMBER_HEARTBEATS) & (F.col("member_epoch") == 0))
     fenced = F.col("error_name").isin(MEMBER_FENCING)
     topics = F.array_sort(F.coalesce(
         F.from_json(request_str("$.protocols[0].metadata['$consumer'].topics"), "array<string>"),

@@ -12,6 +12,7 @@ NAMES = (
     "kafka44_transactions",
     "kafka44_share_group",
     "kafka44_cluster_restart",
+    "kafka44_streams_group",
     "rebalances_classic",
     "rebalances_848",
     "day_in_the_life",

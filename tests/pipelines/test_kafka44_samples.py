@@ -243,3 +243,87 @@ def test_share_group_summary_counts_match_the_consumers(share):
     assert {o for o, r in mine.items() if r["final_state"] == "archived"} == set(last) - accepted
     assert counts["share_poison_records"] == len(truth["share_archived"])
     assert counts["share_lock_expiries"] == sum(e["what"] == "holding" for e in truth["events"])
+
+
+@pytest.fixture(scope="module")
+def streams(spark, tmp_path_factory) -> tuple[dict, dict[str, list[dict]]]:
+    """kafka44_streams_group: its truth and the session tables, with groups and epoch_events too."""
+    from kafkatap.dissect.run import dissect_captures
+    from kafkatap.pipelines.transforms.epochs import epoch_events
+    from kafkatap.pipelines.transforms.groups import groups
+
+    truth = json.loads((SAMPLES / "kafka44_streams_group.truth.json").read_text())
+    out = tmp_path_factory.mktemp("kafka44_streams_group")
+    dissect_captures([str(SAMPLES / truth["capture"])], str(out), ports=truth["broker_ports"], records=True)
+    inp = read_inputs(spark, str(out))
+    return truth, {"groups": rows(groups(inp.frames)), "members": rows(members(inp.frames, inp.batches)),
+                   "epoch_events": rows(epoch_events(inp.frames)),
+                   "fenced": rows(fenced_epochs(inp.frames, inp.batches)),
+                   "rebalances": rows(rebalances(inp.frames, inp.batches))}
+
+
+def _streams_members(truth: dict) -> dict[str, dict]:
+    """Per Streams instance (kt-st-1, kt-st-2): its stream thread's member id, the member epochs its heartbeat
+    responses handed it and the partitions of the active tasks it reported, in order."""
+    (group,) = truth["groups"]
+    out = {}
+    for instance, tasks in group["tasks_by_instance"].items():
+        steps = group["member_epochs_by_member"][f"{instance}-StreamThread-1-consumer"]
+        out[instance] = {"member_id": steps[0]["member_id"],
+                         "epochs": [s["member_epoch"] for s in steps if s["member_epoch"] > 0],
+                         "held": [sorted(p for ps in t["active"].values() for p in ps) for t in tasks]}
+    return out
+
+
+def test_a_streams_group_is_its_own_kind_with_both_instances(streams):
+    truth, tables = streams
+    (row,) = [g for g in tables["groups"] if g["group_id"] == "kt-streams44"]
+    assert (row["kind"], row["joined"], row["members"]) == ("streams_group", True, 2)
+    assert row["client_ids"] == sorted(f"{i}-StreamThread-1-consumer" for i in truth["groups"][0]["tasks_by_instance"])
+
+
+def test_streams_members_have_the_instances_epochs_tasks_and_leaves(streams):
+    """Each instance's stream thread is one member life: joined once, the member epochs it was handed, the partitions
+    of the tasks it held (gained, lost, last) as the instance itself reported them, and its leave on close."""
+    truth, tables = streams
+    for instance, want in _streams_members(truth).items():
+        (row,) = [m for m in tables["members"] if m["member_id"] == want["member_id"]]
+        held = [h for h in want["held"] if h]  # an instance running with no task yet holds nothing
+        gained = sorted({p for before, now in zip([[]] + held, held) for p in set(now) - set(before)})
+        lost = sorted({p for before, now in zip(held, held[1:]) for p in set(before) - set(now)})
+        assert (row["kind"], row["client_id"], row["joins"], row["ended"], row["end_error"]) == (
+            "streams_group", f"{instance}-StreamThread-1-consumer", 1, "left", None)
+        assert row["member_epochs"] == want["epochs"]
+        assert (row["partitions_gained"], row["partitions_lost"], row["final_assignment"]) == (gained, lost, held[-1])
+
+
+def test_streams_epoch_events_are_the_epochs_each_member_was_handed(streams):
+    truth, tables = streams
+    for want in _streams_members(truth).values():
+        got = sorted((e for e in tables["epoch_events"] if e["member_id"] == want["member_id"]),
+                     key=lambda e: _wall(e["ts"]))
+        assert {e["kind"] for e in got} == {"streams_group"}
+        assert [e["epoch"] for e in got] == want["epochs"]
+
+
+def test_a_streams_group_without_fencing_reports_none(streams):
+    truth, tables = streams
+    assert truth["fenced_epochs"] == []
+    assert [f for f in tables["fenced"] if f["group_id"] == "kt-streams44"] == []
+
+
+def test_streams_task_moves_are_rebalance_episodes(streams):
+    """One episode per member epoch of the group: kt-st-1's first tasks (all partitions, handed at its second epoch,
+    once the broker's initial rebalance delay passed: its join was the episode before, which moved nothing, so no
+    trigger is seen in this one); kt-st-2 joining takes a task from kt-st-1 (triggered by its join, the task's
+    partition moved); closing, it leaves and the task returns (triggered by its leave)."""
+    truth, tables = streams
+    members = _streams_members(truth)
+    joiner = members["kt-st-2"]["member_id"]
+    episodes = sorted((r for r in tables["rebalances"] if r["group_id"] == "kt-streams44"),
+                      key=lambda r: _wall(r["start_ts"]))
+    assert {r["kind"] for r in episodes} == {"streams_group"}
+    assert [r["generation_or_epoch"] for r in episodes] == members["kt-st-1"]["epochs"]
+    first, taken = members["kt-st-1"]["held"][0], members["kt-st-2"]["held"][-1]
+    moves = [(r["trigger"], r["trigger_member_id"], r["moved_partitions"]) for r in episodes if r["partitions_moved"]]
+    assert moves == [("unknown", None, first), ("member_joined", joiner, taken), ("member_left", joiner, taken)]

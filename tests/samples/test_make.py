@@ -171,3 +171,33 @@ def test_make_kafka44_cluster_restart_from_scratch(tmp_path) -> None:
     assert doc["producer_metrics"]["kt-load"]["record_error_total"] == 0
     assert (tmp_path / "kafka44_cluster_restart.pcapng").stat().st_size < 2_000_000
     assert all(port_is_free(p) for p in ports)
+
+
+@pytest.mark.live
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("dumpcap") is None, reason="dumpcap not installed")
+def test_make_kafka44_streams_group_from_scratch(tmp_path) -> None:
+    """Kafka Streams 4.4 in a KIP-1071 streams group (~40 s): the second instance takes a task from the first and
+    gives it back when it closes; every record is processed; the broker and every JVM are gone afterwards."""
+    from kafkatap.samples.brokers import port_is_free
+    from kafkatap.samples.make import make
+    from kafkatap.samples.workloads.kafka44_streams_group import PARTITIONS, SPEC
+
+    if not port_is_free(SPEC.kafka_port):
+        pytest.skip(f"port {SPEC.kafka_port} busy (a sample is being made)")
+    doc = make("kafka44_streams_group", tmp_path)
+    assert validate(doc) == []
+    (group,) = doc["groups"]
+    assert group["kind"] == "streams_group"
+    tasks = group["tasks_by_instance"]
+    assert [len(t["active"]) for t in tasks["kt-st-1"]] in ([PARTITIONS, 2, PARTITIONS], [PARTITIONS, 1, PARTITIONS])
+    assert any(t["active"] for t in tasks["kt-st-2"])
+    epochs = group["member_epochs_by_member"]
+    assert set(epochs) == {"kt-st-1-StreamThread-1-consumer", "kt-st-2-StreamThread-1-consumer"}
+    assert all(e[0]["member_epoch"] == 0 and e[-1]["member_epoch"] > 0 for e in epochs.values())
+    processed = {(e["partition"], e["offset"]) for e in doc["events"] if e["what"] == "processed"}
+    assert len(processed) == sum(p["records"] for p in doc["produced"] if p["client_id"] == "kt-producer") == 75
+    assert sum(p["records"] for p in doc["produced"] if p["topic"] == "clicks-upper") == 75  # each written once
+    assert doc["requests"]["by_client"]["kt-st-2-StreamThread-1-consumer"]["StreamsGroupHeartbeat"] > 0
+    assert (tmp_path / "kafka44_streams_group.pcapng").stat().st_size < 2_000_000
+    assert port_is_free(SPEC.kafka_port)
