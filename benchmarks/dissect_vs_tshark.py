@@ -1,6 +1,7 @@
 """Throughput and peak memory of `kafkatap dissect` against `tshark -T fields` on the same captures.
 
-Two workloads, both recorded on lo from real client traffic against Tansu on 127.0.0.1:
+Two workloads, both recorded on lo from real client traffic against a broker on 127.0.0.1 (`--broker`: Tansu, or
+Apache Kafka 4.4 in KRaft mode from the jars `make kafka` fetches; each broker's captures are kept apart):
 - bulk: a kafka-python producer writing ~1 MB batches of incompressible 10 KB values to 8 partitions, and a consumer
   fetching them back; replicated to --bulk-mb.
 - chatty: a producer waiting for each 100-byte record's ack, and a consumer fetching with a 1 KB partition limit, so
@@ -20,7 +21,7 @@ cold` evicts the capture from the page cache before every run (posix_fadvise DON
 the disk, as a capture bigger than the machine's memory is read. Usage:
 
     python benchmarks/dissect_vs_tshark.py [--workdir /tmp/kt-bench] [--bulk-mb 550] [--chatty-mb 120] [--runs 3]
-        [--shapes loopback,mss] [--cache warm,cold]
+        [--shapes loopback,mss] [--cache warm,cold] [--broker tansu|kafka]
 
 `--profile chatty` (or bulk) makes that capture the same way, in the first of --shapes, then runs dissect on it
 in-process under cProfile and prints the functions by own CPU time instead of benchmarking (profiled time is about
@@ -41,6 +42,8 @@ import struct
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -70,26 +73,42 @@ def wait_port(port: int, timeout: float = 20.0) -> None:
     raise RuntimeError(f"nothing listens on {port}")
 
 
-def capture_workload(path: Path, workload: str, port: int = PORT) -> None:
-    """Run a Tansu broker and one workload against it while tcpdump records the port."""
+@contextmanager
+def running_broker(broker: str, port: int, workdir: Path) -> Iterator[None]:
+    """A broker on 127.0.0.1:port for the length of the block: Tansu in memory, or one Apache Kafka 4.4 node
+    (`samples.kafka.Kafka`, with fresh storage in workdir: a node refuses a data folder formatted for another
+    cluster)."""
+    if broker == "kafka":
+        from kafkatap.samples.kafka import Kafka
+
+        shutil.rmtree(workdir, ignore_errors=True)
+        with Kafka(workdir, nodes=1, ports=[port]):
+            yield
+        return
     url = f"tcp://127.0.0.1:{port}"
-    broker = subprocess.Popen([tansu_binary(), "broker", "--listener-url", url, "--advertised-listener-url", url,
-                               "--storage-engine", "memory://tansu/"], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)
-    dump = None
+    proc = subprocess.Popen([tansu_binary(), "broker", "--listener-url", url, "--advertised-listener-url", url,
+                             "--storage-engine", "memory://tansu/"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
     try:
         wait_port(port)
+        yield
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def capture_workload(path: Path, workload: str, broker: str, port: int = PORT) -> None:
+    """Run a broker and one workload against it while tcpdump records the broker's client port."""
+    with running_broker(broker, port, path.parent / f"{path.stem}-broker"):
         dump = subprocess.Popen(["tcpdump", "-i", "lo", "-U", "-s", "0", "-B", "131072", "-w", str(path),
                                  f"tcp port {port}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(1.0)
-        subprocess.run([PYTHON, __file__, "--workload", workload, "--port", str(port)], check=True, timeout=900)
-        time.sleep(0.5)
-    finally:
-        if dump is not None:
+        try:
+            time.sleep(1.0)
+            subprocess.run([PYTHON, __file__, "--workload", workload, "--port", str(port)], check=True, timeout=900)
+            time.sleep(0.5)
+        finally:
             dump.send_signal(signal.SIGINT)
             dump.wait(timeout=30)
-        broker.terminate()
-        broker.wait(timeout=30)
 
 
 def workload(kind: str, port: int) -> None:
@@ -287,19 +306,19 @@ def bench(capture: Path, shape: str, packets: int, workdir: Path, skip_tshark: b
 
 def table(results: list[dict]) -> str:
     """The results as a fixed-width table: medians in seconds, peak RSS in MB, ratios tshark / single dissect."""
-    head = ["shape", "capture", "cache", "MB", "packets", "kt wall", "kt CPU", "kt RSS", "2w wall", "2w CPU",
+    head = ["broker", "shape", "capture", "cache", "MB", "packets", "kt wall", "kt CPU", "kt RSS", "2w wall", "2w CPU",
             "ts wall", "ts CPU", "ts RSS", "x wall", "x CPU", "floor", "ts/5"]
     lines = [head]
     for r in results:
         d, w, t = r["dissect"], r["dissect_2_workers"], r.get("tshark", {})
         target = f"{t['wall_s'] / 5:.2f}" if t else "-"
-        lines.append([r["shape"], r["capture"], r["cache"], f"{r['mb']:.1f}", f"{r['packets']:,}",
+        lines.append([r["broker"], r["shape"], r["capture"], r["cache"], f"{r['mb']:.1f}", f"{r['packets']:,}",
                       f"{d['wall_s']:.2f}", f"{d['cpu_s']:.2f}", f"{d['peak_rss_mb']}", f"{w['wall_s']:.2f}",
                       f"{w['cpu_s']:.2f}", f"{t.get('wall_s', '-')}", f"{t.get('cpu_s', '-')}",
                       f"{t.get('peak_rss_mb', '-')}", f"{r.get('speedup_wall', '-')}", f"{r.get('speedup_cpu', '-')}",
                       f"{r['floor']['wall_s']:.2f}", target])
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
-    return "\n".join("  ".join(c.rjust(n) if i > 2 else c.ljust(n) for i, (c, n) in enumerate(zip(line, widths)))
+    return "\n".join("  ".join(c.rjust(n) if i > 3 else c.ljust(n) for i, (c, n) in enumerate(zip(line, widths)))
                      for line in lines)
 
 
@@ -326,6 +345,8 @@ def main() -> int:
     p.add_argument("--shapes", default="loopback,mss", help="comma-separated, of: " + ", ".join(SHAPES))
     p.add_argument("--cache", default="warm", help="comma-separated, of: warm (the capture in the page cache), "
                    "cold (evicted before each run, so read from the disk)")
+    p.add_argument("--broker", choices=["tansu", "kafka"], default="tansu",
+                   help="the broker the workloads are recorded against (kafka: Apache Kafka 4.4, after `make kafka`)")
     p.add_argument("--skip-tshark", action="store_true")
     p.add_argument("--profile", choices=["bulk", "chatty"], help="profile dissect on this capture instead")
     p.add_argument("--workload", help=argparse.SUPPRESS)
@@ -341,7 +362,8 @@ def main() -> int:
     caches = args.cache.split(",")
     if not set(shapes) <= set(SHAPES) or not set(caches) <= {"warm", "cold"} or args.runs < 1:
         p.error(f"--shapes takes {', '.join(SHAPES)}; --cache warm and/or cold; --runs at least 1")
-    workdir = Path(args.workdir)
+    # Each broker's captures in their own folder: the replicated captures are reused when they exist
+    workdir = Path(args.workdir) / ("" if args.broker == "tansu" else args.broker)
     workdir.mkdir(parents=True, exist_ok=True)
     results = []
     for shape in shapes:
@@ -350,7 +372,7 @@ def main() -> int:
                 continue
             source = workdir / f"{kind}-source.pcap"
             if not source.exists():
-                capture_workload(source, kind)
+                capture_workload(source, kind, args.broker)
             capture = workdir / f"{kind}-{shape}.pcap"
             meta = workdir / f"{kind}-{shape}.json"
             if capture.exists() and meta.exists() and json.loads(meta.read_text())["mb"] == target_mb:
@@ -362,7 +384,8 @@ def main() -> int:
                 profile(capture, workdir)
                 return 0
             for cache in caches:
-                results.append(bench(capture, shape, packets, workdir, args.skip_tshark, args.runs, cache == "cold"))
+                results.append({"broker": args.broker, **bench(capture, shape, packets, workdir, args.skip_tshark,
+                                                                args.runs, cache == "cold")})
                 print(json.dumps(results[-1]), file=sys.stderr, flush=True)
     (workdir / "results.json").write_text(json.dumps(results, indent=1))
     print(table(results))
