@@ -24,7 +24,8 @@ def usage() -> str:
     lines += [f"  {name:<10} {help_}" for name, (_, help_) in SUBCOMMANDS.items()]
     lines += ["", "Run `kafkatap <command> --help` for a command's options. `--debug` (or KAFKATAP_DEBUG=1) shows",
               "the traceback of a failure instead of one line. Exit codes: 0 done, 1 the run failed or could not",
-              "read its input, 2 wrong command line, 130 interrupted (Ctrl-C, SIGTERM)."]
+              "read its input, 2 wrong command line, 3 the captures hold no Kafka traffic (dissect, report),",
+              "130 interrupted (Ctrl-C, SIGTERM)."]
     return "\n".join(lines)
 
 
