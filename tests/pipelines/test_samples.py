@@ -23,6 +23,8 @@ from kafkatap.pipelines.transforms.duplicates.table import duplicate_deliveries
 from kafkatap.pipelines.transforms.fenced import fenced_epochs
 from kafkatap.pipelines.transforms.members import member_spans, members
 from kafkatap.pipelines.report import job_main, read_inputs
+from kafkatap.pipelines.storage import spark_schema
+from kafkatap.pipelines.transforms.summary import summary
 from kafkatap.pipelines.testing import rows
 from tests.support.paths import SAMPLES
 
@@ -149,6 +151,23 @@ def test_one_job_alone_runs_what_it_needs_and_writes_what_analyze_writes(spark, 
         got, want = (sorted(map(repr, pq.read_table(r / name).to_pylist())) for r in (alone, whole))
         assert got == want and want, name
     assert not (alone / "fenced_epochs").exists() and not (alone / "rebalances").exists()
+
+
+def test_the_summary_is_one_spark_job(spark, dissected):
+    """summary.json's counts over the inputs and every report table are collected in one Spark job: a job each
+    (about twenty) cost more to plan and schedule than to compute."""
+    _, root = dissected["classic_group"]
+    inp = read_inputs(spark, str(root))
+    tables = {name: spark.createDataFrame([], spark_schema(declared)) for name, declared in schema.TABLES.items()}
+    sc = spark.sparkContext
+    sc.setJobGroup("summary-test", "the summary's Spark jobs")
+    try:
+        out = summary(inp.frames, inp.batches, inp.anomalies, tables, "1s")
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    assert len(sc.statusTracker().getJobIdsForGroup("summary-test")) == 1
+    assert out["frames"] > 0 and out["members"] == 0 and out["transactions"] == {
+        "commit": 0, "abort": 0, "fenced": 0, "open": 0}
 
 
 FROZEN = [p.name.removesuffix(".truth.json") for p in TRUTHS if '"stalled_by_sigstop"' in p.read_text()]
