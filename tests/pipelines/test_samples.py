@@ -23,7 +23,7 @@ from kafkatap.pipelines.transforms.duplicates.table import duplicate_deliveries
 from kafkatap.pipelines.transforms.fenced import fenced_epochs
 from kafkatap.pipelines.transforms.members import member_spans, members
 from kafkatap.pipelines.report import job_main, read_inputs
-from kafkatap.pipelines.testing import rows
+from tests.support.dissected_rows import rows
 from tests.support.paths import SAMPLES
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.own_run]
