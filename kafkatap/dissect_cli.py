@@ -1,5 +1,5 @@
 """`kafkatap dissect`: the dissector's command line (dissect/cli.py), which with `--master` dissects on Spark
-(pipelines/spread.py). Here, above both, because the dissector does not import the pipelines."""
+(pipelines/spark_dissect.py). Here, above both, because the dissector does not import the pipelines."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def on_spark(args: argparse.Namespace, ports: list[int], keylogs: list[str], con
     from kafkatap.pipelines.failures import spark_failures
     from kafkatap.pipelines.launch import log_path
     from kafkatap.pipelines.spark import get_spark
-    from kafkatap.pipelines.spread import dissect_on_spark
+    from kafkatap.pipelines.spark_dissect import dissect_on_spark
 
     log = log_path("dissect")
     with spark_failures(args.out, log):

@@ -1,14 +1,14 @@
 """spark-submit pipelines/submit/dissect.py --captures 'URI/*.pcapng' --out OUT [--port 9092 ...] [--records]
 
 Dissects the capture files as one capture on Spark, each file read in splits by many tasks, into the same OUT as
-`kafkatap dissect` (pipelines/spread.py).
+`kafkatap dissect` (pipelines/spark_dissect.py).
 """
 
 import argparse
 import sys
 
-from kafkatap.pipelines.captures import list_captures
-from kafkatap.pipelines.spread import SPLIT_SIZE, dissect_on_spark
+from kafkatap.pipelines.filesystems import list_captures
+from kafkatap.pipelines.spark_dissect import SPLIT_SIZE, dissect_on_spark
 
 
 def main(argv: list[str] | None = None) -> int:

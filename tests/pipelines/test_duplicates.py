@@ -10,7 +10,7 @@ from kafkatap.pipelines.transforms.fenced import fenced_epochs
 from kafkatap.pipelines.transforms.members import member_spans, members
 from kafkatap.pipelines.schema import DUPLICATE_DELIVERIES
 from kafkatap.pipelines.storage import conform
-from kafkatap.pipelines.testing import assert_frames_equal, batch, frame, record, rows, share, t, table
+from tests.support.dissected_rows import assert_frames_equal, batch, frame, record, rows, share, t, table
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

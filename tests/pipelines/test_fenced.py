@@ -9,7 +9,7 @@ from kafkatap.pipelines.transforms.causes import CAUSE
 from kafkatap.pipelines.transforms.fenced import fenced_epochs
 from kafkatap.pipelines.schema import FENCED_EPOCHS
 from kafkatap.pipelines.storage import conform
-from kafkatap.pipelines.testing import assert_frames_equal, batch, frame, t, table
+from tests.support.dissected_rows import assert_frames_equal, batch, frame, t, table
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

@@ -7,7 +7,7 @@ import pytest
 from kafkatap.dissect.tables.schema import BATCHES, FRAMES, RECORDS
 from kafkatap.pipelines import schema
 from kafkatap.pipelines.storage import conform
-from kafkatap.pipelines.testing import assert_frames_equal, batch, frame, record, t, table
+from tests.support.dissected_rows import assert_frames_equal, batch, frame, record, t, table
 from kafkatap.pipelines.transforms.conflicts import ownership_conflicts
 from kafkatap.pipelines.transforms.e2e import e2e_latency
 from kafkatap.pipelines.transforms.fenced import fenced_epochs

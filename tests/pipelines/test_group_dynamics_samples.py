@@ -9,7 +9,7 @@ import json
 import pytest
 
 from kafkatap.pipelines.report import read_inputs
-from kafkatap.pipelines.testing import rows
+from tests.support.dissected_rows import rows
 from kafkatap.pipelines.transforms.fenced import fenced_epochs
 from kafkatap.pipelines.transforms.rebalances import rebalances
 from tests.support.paths import SAMPLES

@@ -17,7 +17,7 @@ from datetime import datetime
 import pytest
 
 from kafkatap.pipelines.report import read_inputs
-from kafkatap.pipelines.testing import rows
+from tests.support.dissected_rows import rows
 from kafkatap.pipelines.transforms.fenced import fenced_epochs
 from kafkatap.pipelines.transforms.members import members
 from kafkatap.pipelines.transforms.rebalances import rebalances

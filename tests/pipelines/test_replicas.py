@@ -8,7 +8,7 @@ import pytest
 from kafkatap.dissect.tables.schema import BATCHES, FRAMES, RECORDS
 from kafkatap.pipelines import schema
 from kafkatap.pipelines.storage import conform
-from kafkatap.pipelines.testing import batch, frame, record, rows, table
+from tests.support.dissected_rows import batch, frame, record, rows, table
 from kafkatap.pipelines.transforms import throughput
 from kafkatap.pipelines.transforms.replicas import mark_replication, replica_connections
 

@@ -25,7 +25,7 @@ from kafkatap.pipelines.transforms.members import member_spans, members
 from kafkatap.pipelines.report import job_main, read_inputs
 from kafkatap.pipelines.storage import spark_schema
 from kafkatap.pipelines.transforms.summary import summary
-from kafkatap.pipelines.testing import rows
+from tests.support.dissected_rows import rows
 from tests.support.paths import SAMPLES
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.own_run]

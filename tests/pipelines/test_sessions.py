@@ -16,7 +16,7 @@ from kafkatap.pipelines.transforms.members import member_spans, members
 from kafkatap.pipelines.transforms.producers import producers, transactions
 from kafkatap.pipelines.transforms.share_members import share_members
 from kafkatap.pipelines.storage import conform, read_table
-from kafkatap.pipelines.testing import assert_frames_equal, batch, frame, rows, share, t, table
+from tests.support.dissected_rows import assert_frames_equal, batch, frame, rows, share, t, table
 from kafkatap.samples import capture_path, load_truth
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]

@@ -7,7 +7,7 @@ import pytest
 from kafkatap.dissect.tables.schema import BATCHES, FRAMES, SHARE
 from kafkatap.pipelines import schema
 from kafkatap.pipelines.storage import conform
-from kafkatap.pipelines.testing import frame, rows, share, table
+from tests.support.dissected_rows import frame, rows, share, table
 from kafkatap.pipelines.transforms.share_records import share_records
 from kafkatap.pipelines.transforms.share_spso import spso_pinned, spso_windows
 

@@ -9,7 +9,7 @@ from collections import defaultdict
 import pytest
 
 from kafkatap.pipelines.report import read_inputs
-from kafkatap.pipelines.testing import rows
+from tests.support.dissected_rows import rows
 from kafkatap.pipelines.transforms.share_records import share_records
 from kafkatap.pipelines.transforms.share_spso import spso_pinned
 from tests.support.paths import SAMPLES

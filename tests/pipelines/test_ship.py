@@ -18,7 +18,7 @@ def test_the_archive_holds_what_tasks_import_and_nothing_else(tmp_path):
     archive = ship.build_archive(tmp_path)
     assert ship.build_archive(tmp_path) == archive and len(list(tmp_path.iterdir())) == 1  # built once per content
     names = zipfile.ZipFile(archive).namelist()
-    assert {"__init__.py", "errors.py", "dissect/run.py", "pipelines/captures.py", "pipelines/log4j2.properties",
+    assert {"__init__.py", "errors.py", "dissect/run.py", "pipelines/filesystems.py", "pipelines/log4j2.properties",
             "pipelines/transforms/throughput.py"} <= set(names)
     assert sum(name.endswith(".so") for name in names) == len(native.EXTENSIONS)
     assert not [n for n in names if n.startswith(("samples/", "capture/", "dashboards/")) or "__pycache__" in n
@@ -30,7 +30,7 @@ def test_the_shipped_archive_imports_on_a_python_without_kafkatap(tmp_path):
     archive = ship.build_archive(tmp_path / "cache")
     unpacked = tmp_path / "files"
     zipfile.ZipFile(archive).extractall(unpacked / ship.ARCHIVE_NAME)  # as an executor unpacks `archive#kafkatap`
-    probe = ("import kafkatap, kafkatap.pipelines.captures, kafkatap.pipelines.transforms.throughput\n"
+    probe = ("import kafkatap, kafkatap.pipelines.filesystems, kafkatap.pipelines.transforms.throughput\n"
              "from kafkatap.dissect import native\n"
              "print(kafkatap.__file__); print(sorted(native.missing()))")
     result = subprocess.run([str(bare_python(tmp_path)), "-c", probe], capture_output=True, text=True, timeout=120,

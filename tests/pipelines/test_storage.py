@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kafkatap.pipelines import schema
-from kafkatap.pipelines.captures import list_captures
+from kafkatap.pipelines.filesystems import list_captures
 from kafkatap.pipelines.storage import window_interval
 
 

@@ -8,7 +8,7 @@ from kafkatap.dissect.tables.schema import BATCHES, FRAMES
 from kafkatap.pipelines import schema
 from kafkatap.pipelines.transforms import throughput
 from kafkatap.pipelines.storage import conform
-from kafkatap.pipelines.testing import assert_frames_equal, batch, frame, rows, t, table
+from tests.support.dissected_rows import assert_frames_equal, batch, frame, rows, t, table
 
 pytestmark = pytest.mark.spark
 

@@ -1,4 +1,4 @@
-"""Hand-made rows of the dissector's tables for unit tests: every column present, unset ones null.
+"""Hand-made rows of the dissector's tables for the pipelines' unit tests: every column present, unset ones null.
 
 Tests state only the columns that matter to them; the schema comes from `kafkatap.dissect.tables.schema`, so a test
 frame is always a frame the dissector could have written.

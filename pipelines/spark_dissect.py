@@ -25,7 +25,7 @@ from kafkatap.dissect.packets.splits import ranges
 from kafkatap.dissect.run import conclude, dissect_part, read_keylogs
 from kafkatap.dissect.streams.spread import Frames, Replay, SplitMeta, SplitTask, Timeline
 from kafkatap.dissect.tables import publish
-from kafkatap.pipelines import captures, timeline
+from kafkatap.pipelines import filesystems, timeline
 from kafkatap.pipelines.spill import in_order
 
 SPLIT_SIZE = 64 << 20
@@ -51,7 +51,7 @@ def dissect_on_spark(spark: Any, files: list[str], out: str, *, ports: list[int]
         shuffled, metas = _read(sc, readable, plan, parts, chunk_size)
     line = sc.broadcast(timeline.timeline(readable, unreadable, metas))
     stats = timeline.packet_stats(metas, len(readable), {path: why for path, why, _ in unreadable})
-    local = captures.is_local(out)
+    local = filesystems.is_local(out)
     settings = (ports, records, payloads, keylog, parts, line)
 
     def run(target: str) -> list[dict]:
@@ -62,10 +62,10 @@ def dissect_on_spark(spark: Any, files: list[str], out: str, *, ports: list[int]
     extra = {"splits": len(plan)}
     try:
         if local:
-            with publish.staged(Path(captures.local_path(out))) as staging:
+            with publish.staged(Path(filesystems.local_path(out))) as staging:
                 return conclude(staging, list(files), run(str(staging)), list(tls_keylog), keylog, **extra)
-        captures.clear_out(out)
-        return captures.conclude_remote(out, list(files), run(out), list(tls_keylog), keylog, extra)
+        filesystems.clear_out(out)
+        return filesystems.conclude_remote(out, list(files), run(out), list(tls_keylog), keylog, extra)
     finally:
         line.destroy()  # the timeline is held by the driver and every executor until destroyed
 
@@ -76,11 +76,11 @@ def _survey(files: list[str]) -> tuple[list[str], list[tuple[str, str, int]], li
     order, bad = [], []
     for n, path in enumerate(files):
         try:
-            with captures.open_input(path) as f:
-                size = captures.size_of(f)
+            with filesystems.open_input(path) as f:
+                size = filesystems.size_of(f)
                 ts = first_ts_us(path, f)
         except (CaptureFormatError, OSError) as e:
-            bad.append((path, str(e), captures.size_or_zero(path)))
+            bad.append((path, str(e), filesystems.size_or_zero(path)))
             continue
         order.append((ts if ts is not None else 1 << 62, n, path, size))
     order.sort()
@@ -92,7 +92,7 @@ def _read(sc: Any, paths: list[str], plan: list[tuple[int, int, int, int]], part
     """The shuffle of the splits' frames over parts + 1 partitions (the last one: their metas), and the metas."""
     def task(items: Iterator[tuple[int, int, int, int]]) -> Iterator[tuple[int, Any]]:
         for order, split, lo, hi in items:
-            with captures.open_input(paths[order]) as f:
+            with filesystems.open_input(paths[order]) as f:
                 reading = SplitTask(paths[order], f, order, split, lo, hi, parts, chunk_size)
                 for part, key, frames in reading.routed():
                     yield part, (key, frames)
@@ -125,7 +125,7 @@ def _dissecting(target: str, local: bool, settings: tuple) -> Any:
                 result = dissect_part(work, ports, records, payloads, keylog, part, parts,
                                       _replaying(part, parts, line.value, pieces))
             if not local:
-                captures.upload_parts(work, target)
+                filesystems.upload_parts(work, target)
         finally:
             if not local:
                 shutil.rmtree(work, ignore_errors=True)

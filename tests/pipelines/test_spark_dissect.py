@@ -14,7 +14,7 @@ import pytest
 
 from kafkatap.dissect.run import dissect_captures
 from kafkatap.dissect.tables.schema import TABLES
-from kafkatap.pipelines.spread import dissect_on_spark
+from kafkatap.pipelines.spark_dissect import dissect_on_spark
 from tests.support.paths import SAMPLES
 
 pytestmark = pytest.mark.spark
