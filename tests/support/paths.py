@@ -6,6 +6,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+SCHEMAS_DOC = DOCS / "schemas.md"
 PYPROJECT = ROOT / "pyproject.toml"
 SAMPLES = ROOT / "samples"
 DATA = ROOT / "tests" / "data"
