@@ -2,7 +2,7 @@
 
     python benchmarks/kio_compare.py
 
-Why this exists: it is the evidence behind writing our own codec instead of wrapping kio (see the report/README).
+Why this exists: it is the evidence behind writing our own codec instead of wrapping kio (see docs/performance.md).
 The same bytes (built with our encoder) are decoded by both; "kio+dict" adds the conversion to the plain dicts the
 dissector contract needs (kio returns frozen dataclasses with uuid.UUID objects and defaults for absent tags).
 """

@@ -1,7 +1,7 @@
 """The closed list of anomaly kinds: every row of anomalies/ names one of these.
 
 Like `errors.REASONS` for decode errors, a kind is declared once with the stage that finds it and what it means, so
-a user can look up any `kind` they meet, the README's list is rendered from here
+a user can look up any `kind` they meet, docs/schemas.md's list is rendered from here
 (`python -m kafkatap.dissect.anomalies --markdown`), and writing a row with an undeclared kind fails at once instead
 of adding an undocumented word to the output.
 """
@@ -72,7 +72,7 @@ KINDS: dict[str, Kind] = {
 
 
 def document() -> str:
-    """The README's list of anomaly kinds."""
+    """docs/schemas.md's list of anomaly kinds."""
     lines = ["| kind | stage | meaning |", "|---|---|---|"]
     lines += [f"| `{name}` | {kind.stage} | {kind.meaning} |" for name, kind in KINDS.items()]
     return "\n".join(lines) + "\n"

@@ -213,7 +213,7 @@ def existing_tables(spark: SparkSession, report: str, done: Mapping[str, DataFra
 CONCURRENT_JOBS = 2
 """Jobs run side by side. A job over a one-partition input keeps one core busy, and much of its time is planning
 (Python and the JVM's analyzer) rather than tasks: a second job fills the other core and the gaps. Measured on the
-bundled sample and a 215k-frame capture on two cores: see README, Performance."""
+bundled sample and a 215k-frame capture on two cores: see docs/performance.md."""
 
 
 def _run_job(spark: SparkSession, report: str, inp: Inputs, job: str, done: Mapping[str, DataFrame], window: str,

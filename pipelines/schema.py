@@ -1,7 +1,7 @@
 """The Parquet schemas of the pipelines' report: the contract the dashboard reads.
 
 Each output table is declared once here with per-column docs, in the style of `kafkatap.dissect.tables.schema`;
-jobs cast their result to these schemas before writing, and the README's tables are rendered from this module
+jobs cast their result to these schemas before writing, and docs/schemas.md's tables are rendered from this module
 (`python -m kafkatap.pipelines.schema --markdown`). A table `a/b` is written to `REPORT/a/b/`.
 """
 
@@ -636,7 +636,7 @@ SUMMARY_KEYS: dict[str, str] = {
 
 
 def document() -> str:
-    """The README's section for the report: its tables, then the keys of summary.json."""
+    """docs/schemas.md's section for the report: its tables, then the keys of summary.json."""
     keys = "\n".join(f"| `{k}` | {v} |" for k, v in SUMMARY_KEYS.items())
     return f"{markdown(TABLES)}\n#### `summary.json`\n\n| key | meaning |\n|---|---|\n{keys}"
 

@@ -1,6 +1,6 @@
 """The Parquet schemas of the dissector's output: the contract every later stage reads.
 
-Each column is declared once here with its documentation; the README's schema tables are rendered from this module
+Each column is declared once here with its documentation; docs/schemas.md's tables are rendered from this module
 (`python -m kafkatap.dissect.tables.schema --markdown`) and a test keeps the two in step.
 """
 
@@ -14,7 +14,7 @@ TS = pa.timestamp("us", tz="UTC")
 
 
 def column(name: str, type_: pa.DataType, doc: str) -> pa.Field:
-    """A nullable column with its documentation, which the README tables are rendered from."""
+    """A nullable column with its documentation, which docs/schemas.md's tables are rendered from."""
     return pa.field(name, type_, nullable=True, metadata={"doc": doc})
 
 
@@ -214,7 +214,7 @@ TABLES: dict[str, pa.Schema] = {
 
 
 def markdown(tables: dict[str, pa.Schema]) -> str:
-    """Render schemas as README tables, so the documentation cannot drift from the code."""
+    """Render schemas as Markdown tables (docs/schemas.md), so the documentation cannot drift from the code."""
     out: list[str] = []
     for name, schema in tables.items():
         out.append(f"#### `{name}/`\n\n{schema.metadata[b'doc'].decode()}\n")
@@ -227,7 +227,7 @@ def markdown(tables: dict[str, pa.Schema]) -> str:
 
 
 def document() -> str:
-    """The README's section for this module's tables."""
+    """docs/schemas.md's section for this module's tables."""
     return markdown(TABLES)
 
 

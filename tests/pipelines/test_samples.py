@@ -128,7 +128,7 @@ def test_analyze_writes_the_report(spark, dissected, tmp_path):
     assert truth["fenced_epochs"] and summary["fenced_epochs"] == len(truth["fenced_epochs"])
     assert summary["duplicate_records"] == {k: v for k, v in truth["duplicate_records"].items() if v}
     assert summary["window"] == "500ms" and summary["frames"] > 0 and summary["capture_span_s"] > 0
-    assert set(summary) <= set(schema.SUMMARY_KEYS)  # every key the README documents
+    assert set(summary) <= set(schema.SUMMARY_KEYS)  # every key docs/schemas.md documents
     assert summary["fenced_epochs_by_cause"] == {"session_timeout": 1}
     assert summary["errors_by_name"]["UNKNOWN_MEMBER_ID"] == sum(
         n for apis in truth["response_errors"].values() for errors in apis.values()
