@@ -196,7 +196,7 @@ def test_a_ring_of_files_is_one_capture_on_the_cluster(cluster, dissected, tmp_p
     assert summary["splits"] >= len(ring)
     whole = json.loads((dissected / "summary.json").read_text())
     assert summary["frames_by_status"] == whole["frames_by_status"]
-    # the ring's files and packet numbers differ from the single file's (tests/pipelines/test_spread.py checks a
+    # the ring's files and packet numbers differ from the single file's (tests/pipelines/test_spark_dissect.py checks a
     # ring's against a local run of the same ring)
     where = ("capture_file", "packet_index", "request_file", "request_packet", "response_file", "response_packet")
     for name in ("frames", "batches", "share", "anomalies"):
