@@ -30,7 +30,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
 from kafkatap.dissect.tables.schema import ANOMALIES, BATCHES, CONNECTIONS, FRAMES, RECORDS, SHARE
-from kafkatap.pipelines import schema
+from kafkatap.pipelines import class_archive, schema
 from kafkatap.pipelines.inputs import check_inputs
 from kafkatap.pipelines.intermediates import once_per_run, one_partition, partitioned
 from kafkatap.pipelines.storage import (
@@ -277,6 +277,7 @@ def run(spark: SparkSession, out: str, report: str, jobs: list[str], window: str
         tables = existing_tables(spark, report, done)
         result = summary(inp.frames, inp.batches, inp.anomalies, tables, window)
     write_json(spark, join_uri(report, "summary.json"), result)
+    class_archive.dump(spark)  # after the first complete local run: what every later one loads
     return result
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from kafkatap.pipelines import class_archive
 from kafkatap.pipelines.launch import launch, starts_jvm
 from kafkatap.pipelines.ship import ship
 
@@ -79,8 +80,9 @@ def get_spark(app: str, master: str | None = None, shuffle_partitions: int | Non
         # `python3` on the PATH, may be one without pyspark or kafkatap).
         builder = (builder.config("spark.ui.showConsoleProgress", "false")
                    .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
-                   .config("spark.driver.extraJavaOptions",
-                           f"-Dlog4j2.configurationFile={LOG4J2}" + (f" {QUICK_JIT}" if short_run else "")))
+                   .config("spark.driver.extraJavaOptions", " ".join(filter(None, [
+                       f"-Dlog4j2.configurationFile={LOG4J2}", QUICK_JIT if short_run else "",
+                       class_archive.java_options() if starts_jvm() else ""]))))
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     if shuffle_partitions is None and one_machine:

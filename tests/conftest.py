@@ -7,15 +7,21 @@ causes as the run's last lines (`tests/support/causes.py`).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
 
 from kafkatap.dissect import native
+from kafkatap.pipelines import class_archive
 from tests.support.causes import write_causes
+from tests.support.paths import ROOT
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
+    # The commands the tests run start local JVMs, which map (or record and dump) the class archive: in the
+    # checkout's cache beside Kafka's jars, not the user's home
+    os.environ.setdefault(class_archive.ENV, str(ROOT / ".cache" / "class-archives"))
     missing = native.missing()
     if missing and not native.pure_requested():
         reasons = "; ".join(f"{name}: {error}" for name, error in missing.items())

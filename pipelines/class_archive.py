@@ -1,0 +1,95 @@
+"""A class-data-sharing archive of the classes a local Spark driver loads, so a JVM's start costs less after the first.
+
+A local run's JVM loads, parses and verifies some 15,000 classes (Spark, Scala, Hadoop, Parquet, Jackson) before its
+first query returns; on the bundled sample that is about half of the seconds before the first job. JDK 17 dumps the
+classes a running JVM has loaded into an archive on request (the `VM.cds dynamic_dump` diagnostic command, in a JVM
+started with -XX:+RecordDynamicDumpInfo), and a later JVM given -XX:SharedArchiveFile maps them instead. A JVM's own
+exit cannot do it (-XX:ArchiveClassesAtExit): PySpark stops its JVM without the orderly exit the dump needs.
+
+The first local run after an install records and, once its report is written, dumps (a few seconds more, about 150 MB
+in the user's cache); every later local run maps the archive. An archive belongs to one Java and one set of Spark
+jars: its name is a digest of both, and a JVM that still finds it unusable ignores it (-Xshare:auto, the default).
+KAFKATAP_CLASS_ARCHIVE names another folder for the archives, or `off`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+ENV = "KAFKATAP_CLASS_ARCHIVE"
+log = logging.getLogger(__name__)
+_recording: list[Path] = []  # the archive this process's JVM records for, once it started one that does
+
+
+def archive_path() -> Path | None:
+    """Where the archive of this Java and these Spark jars is, or would be; None when switched off or no Java."""
+    setting = os.environ.get(ENV, "")
+    if setting == "off":
+        return None
+    java_home = os.environ.get("JAVA_HOME")
+    java = shutil.which("java", path=os.path.join(java_home, "bin") if java_home else None)
+    if java is None:
+        return None
+    import pyspark
+
+    jars = Path(pyspark.__file__).parent / "jars"
+    real = Path(java).resolve()
+    key = "\n".join([str(real), str(real.stat().st_mtime_ns), pyspark.__version__, str(jars),
+                     *sorted(p.name for p in jars.glob("*.jar"))])
+    folder = Path(setting) if setting else Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "kafkatap"
+    return folder / f"spark-{pyspark.__version__}-{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsa"
+
+
+def java_options() -> str:
+    """The driver's JVM options: map the archive when there is one, else record for the dump after the run."""
+    path = archive_path()
+    if path is None:
+        return ""
+    # the dump warns of every class it leaves out (hundreds of lines): none of them is the user's business
+    quiet = "-Xlog:cds*=off"
+    if path.exists():
+        return f"-XX:SharedArchiveFile={path} {quiet}"
+    _recording.append(path)
+    return f"-XX:+RecordDynamicDumpInfo {quiet}"
+
+
+def dump(spark: "SparkSession") -> None:
+    """Dump the archive from this process's recording JVM, once, after a complete run. Written beside and renamed,
+    so a run that starts meanwhile (or a second one dumping) never maps half a file; a failure only costs the gain."""
+    if not _recording:
+        return
+    path = _recording.pop()
+    jvm = spark.sparkContext._jvm
+    gateway = spark.sparkContext._gateway
+    partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        def array(cls, *items):
+            out = gateway.new_array(cls, len(items))
+            for i, item in enumerate(items):
+                out[i] = item
+            return out
+
+        # Through MBeanServer's public interface: py4j looks methods up on the server's own class, which Java's
+        # modules keep out of reach
+        for_name = jvm.java.lang.Class.forName
+        invoke = for_name("javax.management.MBeanServer").getMethod("invoke", array(
+            jvm.java.lang.Class, for_name("javax.management.ObjectName"), for_name("java.lang.String"),
+            for_name("[Ljava.lang.Object;"), for_name("[Ljava.lang.String;")))
+        command = array(jvm.java.lang.String, "dynamic_dump", str(partial))
+        invoke.invoke(jvm.java.lang.management.ManagementFactory.getPlatformMBeanServer(), array(
+            jvm.java.lang.Object, jvm.javax.management.ObjectName("com.sun.management:type=DiagnosticCommand"),
+            "vmCds", array(jvm.java.lang.Object, command), array(jvm.java.lang.String, "[Ljava.lang.String;")))
+        if partial.exists():
+            os.replace(partial, path)
+    except Exception as exc:  # noqa: BLE001 - the archive only saves time: the run itself succeeded
+        partial.unlink(missing_ok=True)
+        log.warning("no class archive written to %s: %s", path, exc)

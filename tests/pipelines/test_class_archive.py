@@ -1,0 +1,54 @@
+"""The class archive: recorded by a local run's JVM, dumped after its run, mapped by every later JVM."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kafkatap.pipelines import class_archive
+
+PROBE = """
+from kafkatap.pipelines import class_archive
+from kafkatap.pipelines.spark import get_spark
+
+spark = get_spark("kafkatap-probe", "local[1]", short_run=True)
+spark.range(3).count()
+pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
+with open(f"/proc/{pid}/maps") as maps:
+    print(str(class_archive.archive_path()) in maps.read())
+class_archive.dump(spark)
+"""
+
+
+def _probe(folder: Path) -> str:
+    env = {k: v for k, v in os.environ.items() if k != "PYSPARK_GATEWAY_PORT"} | {class_archive.ENV: str(folder)}
+    return subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=300,
+                          check=True).stdout.splitlines()[0]  # then the JVM's own lines of the dump
+
+
+@pytest.mark.slow
+def test_the_first_local_jvm_dumps_the_archive_and_the_next_maps_it(tmp_path: Path) -> None:
+    assert _probe(tmp_path) == "False"  # nothing to map yet: it records
+    archives = list(tmp_path.iterdir())
+    assert len(archives) == 1 and archives[0].suffix == ".jsa" and archives[0].stat().st_size > 10 << 20
+    assert _probe(tmp_path) == "True"
+    assert list(tmp_path.iterdir()) == archives  # mapped, not dumped again
+
+
+def test_one_archive_per_java_and_jars_and_none_when_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(class_archive.ENV, str(tmp_path))
+    path = class_archive.archive_path()
+    assert path is not None and path.parent == tmp_path and path.name.endswith(".jsa")
+    monkeypatch.setattr(class_archive, "_recording", [])
+    assert class_archive.java_options() .startswith("-XX:+RecordDynamicDumpInfo") and class_archive._recording == [path]
+    path.write_bytes(b"")
+    assert class_archive.java_options().startswith(f"-XX:SharedArchiveFile={path} ")
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "another-jdk"))  # no java there
+    assert class_archive.archive_path() is None
+    monkeypatch.setenv(class_archive.ENV, "off")
+    monkeypatch.delenv("JAVA_HOME")
+    assert class_archive.archive_path() is None and class_archive.java_options() == ""
