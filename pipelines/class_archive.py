@@ -1,16 +1,17 @@
 """A class-data-sharing archive of the classes a local Spark driver loads, so a JVM's start costs less after the first.
 
 A local run's JVM loads, parses and verifies about 25,800 classes (Spark, Scala, Hadoop, Parquet, Jackson and the
-ones they generate), most of them during its first queries. JDK 17 dumps the
-classes a running JVM has loaded into an archive on request (the `VM.cds dynamic_dump` diagnostic command, in a JVM
-started with -XX:+RecordDynamicDumpInfo), and a later JVM given -XX:SharedArchiveFile maps them instead. A JVM's own
-exit cannot do it (-XX:ArchiveClassesAtExit): PySpark stops its JVM without the orderly exit the dump needs.
+ones they generate), most of them during its first queries. JDK 17 dumps the classes a running JVM has loaded into an
+archive on request (the `VM.cds dynamic_dump` diagnostic command, in a JVM started with -XX:+RecordDynamicDumpInfo),
+and a later JVM given -XX:SharedArchiveFile maps them instead. A JVM's own exit cannot do it
+(-XX:ArchiveClassesAtExit): PySpark stops its JVM without the orderly exit the dump needs.
 
 The first local run after an install records and, once its report is written, dumps (about 10 s more, 144 MB in the
 user's cache); every later local run maps the archive. On the bundled sample, three runs each way, alternating (load
-3-5): the session started in 4.1-5.7 s instead of 5.5-7.4 s, and the JVM used 35-46 s of CPU instead of 43-49 s. An archive belongs to one Java and one set of Spark
-jars: its name is a digest of both, and a JVM that still finds it unusable ignores it (-Xshare:auto, the default).
-KAFKATAP_CLASS_ARCHIVE names another folder for the archives, or `off`.
+3-5): the session started in 4.1-5.7 s instead of 5.5-7.4 s, and the JVM used 35-46 s of CPU instead of 43-49 s. An
+archive belongs to one Java and one set of Spark jars: its name is a digest of both, and a JVM that still finds it
+unusable ignores it (-Xshare:auto, the default). KAFKATAP_CLASS_ARCHIVE names another folder for the archives, or
+`off`.
 """
 
 from __future__ import annotations
