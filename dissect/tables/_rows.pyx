@@ -9,6 +9,7 @@ from kafkatap.dissect.kafka._found cimport Found
 from kafkatap.dissect.kafka._state cimport ConnState, Request, Response
 from kafkatap.dissect.tables._batches cimport batch_rows as _batch_rows
 from kafkatap.dissect.tables._columns cimport add as _add, extend as _extend
+from kafkatap.dissect.tables.frames_row cimport frame_row
 
 from kafkatap.dissect.protocol import error_name
 from kafkatap.dissect.protocol.generated.errors import ERRORS
@@ -18,7 +19,7 @@ from kafkatap.dissect.records import _split
 from kafkatap.dissect.tables import rows as reference  # it imports this: names defined after that are read per call
 
 cdef dict _NAMES = {key: row[0] for key, row in APIS.items()}
-cdef tuple _NONE = reference._NONE
+cdef tuple _NONE = reference.NO_ENTITIES
 cdef int _PRODUCE = ApiKey.PRODUCE, _FETCH = ApiKey.FETCH
 cdef frozenset _FETCHES = reference.FETCHES
 cdef dict _ERRORS = ERRORS
@@ -119,13 +120,10 @@ def frame(RowsFields rows not None, ConnState st not None, Request req not None,
     cdef tuple entities = _NONE
     if qf or len(rf) > ("throttle_time_ms" in rf) + ("error_code" in rf):
         entities = reference._entities(qf, rf)
-    _add(rows.frames, (
-        st.conn_id, st.client_addr, st.broker_addr, req.ts, resp_ts, resp_ts - req.ts, api_key, name,
-        req.api_version, req.correlation_id, req.client_id, req.size, resp.size, code,
-        _error_name(code) if code is not None else None, "ok", entities[0], entities[1], entities[2], entities[3],
-        entities[4], entities[5], entities[6], entities[7], entities[8], entities[9], entities[10], topics,
-        rf.get("throttle_time_ms"), None, request_json, response_json, st.tls_version, req.capture_file, req.packet,
-        resp.capture_file, resp.packet),
+    _add(rows.frames, frame_row(
+        st, req.ts, resp_ts, api_key, name, req.api_version, req.correlation_id, req.client_id, req.size, resp.size,
+        code, _error_name(code) if code is not None else None, "ok", entities, topics, rf.get("throttle_time_ms"),
+        None, request_json, response_json, req.capture_file, req.packet, resp.capture_file, resp.packet),
         len(request_json) + len(response_json))
 
 
