@@ -23,13 +23,21 @@ from kafkatap.dissect.kafka._found cimport Found
 from kafkatap.dissect.kafka import bodies, plans
 from kafkatap.dissect.kafka.extract import NULL_TOPIC_ID
 from kafkatap.dissect.protocol import is_known, response_header_version
+from kafkatap.dissect.protocol.table import SCALARS
 
-cdef enum:
-    BOOL, INT8, INT16, UINT16, INT32, UINT32, INT64, UUID, STRING, BYTES, STRUCT, ARRAY
-cdef enum:
-    PLAIN, SECRET, RECORDS
-cdef enum:
-    NONE, WANTED_FIELD, ERROR, TOPIC, TOPIC_NAMES
+# The codes a plan's fields carry, declared once in plans.py: C ints here, set from there at import
+cdef int BOOL = plans.BOOL, INT8 = plans.INT8, INT16 = plans.INT16, UINT16 = plans.UINT16, INT32 = plans.INT32
+cdef int UINT32 = plans.UINT32, INT64 = plans.INT64, UUID = plans.UUID, STRING = plans.STRING, BYTES = plans.BYTES
+cdef int STRUCT = plans.STRUCT, ARRAY = plans.ARRAY
+cdef int PLAIN = plans.PLAIN, SECRET = plans.SECRET, RECORDS = plans.RECORDS
+cdef int NONE = plans.NONE, WANTED_FIELD = plans.WANTED_FIELD, ERROR = plans.ERROR, TOPIC = plans.TOPIC
+cdef int TOPIC_NAMES = plans.TOPIC_NAMES
+cdef Py_ssize_t[16] _SIZES  # bytes of each fixed-size kind (plans.py puts them first, BOOL .. INT64)
+if INT64 >= 16 or any(plans.KINDS[k] not in SCALARS for k in range(INT64 + 1)):
+    raise ImportError("plans.KINDS: the fixed-size kinds must come first, at most 16 of them")
+for _k in range(INT64 + 1):
+    _SIZES[_k] = SCALARS[plans.KINDS[_k]]
+
 cdef enum:
     OK = 0
     PURE = 1  # not for this pass: the pure-Python reader decides
@@ -163,7 +171,6 @@ for _c in range(128):
 for _c, _e in ((10, b"n"), (13, b"r"), (9, b"t"), (8, b"b"), (12, b"f"), (34, b'"'), (92, b"\\")):
     _ESCAPE[_c] = _e[0]
 cdef Py_ssize_t _in_one_pass = 0, _handed_back = 0
-cdef Py_ssize_t[7] _SIZES = [1, 1, 2, 2, 4, 4, 8]  # BOOL .. INT64
 
 
 def counts() -> tuple:

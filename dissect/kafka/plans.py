@@ -31,6 +31,8 @@ from kafkatap.dissect.protocol.table import Field
 
 KINDS = ("bool", "int8", "int16", "uint16", "int32", "uint32", "int64", "uuid", "string", "bytes", "struct", "array")
 BOOL, INT8, INT16, UINT16, INT32, UINT32, INT64, UUID, STRING, BYTES, STRUCT, ARRAY = range(len(KINDS))
+"""A field's kind. The fixed-size scalars come first: the compiled reader takes `kind <= INT64` to mean one of them.
+These codes and the two below are declared here only; `_bodies.pyx` reads them at import."""
 PLAIN, SECRET, RECORDS = range(3)
 """How bytes are written: {"$bytes": base64}, {"$redacted": n} or {"$records": n}."""
 NONE, WANTED_FIELD, ERROR, TOPIC, TOPIC_NAMES = range(5)
