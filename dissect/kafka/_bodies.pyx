@@ -62,7 +62,7 @@ cdef class StructPlan:
         flexible, topic_id, name, context, fields, tagged = desc
         self.flexible, self.topic_id, self.name, self.context = flexible, topic_id, name, context
         self.n, self.n_tagged = len(fields), len(tagged)
-        if self.n_tagged > 64:
+        if self.n_tagged > 8 * sizeof(uint64_t):  # plans.MAX_TAGGED: such a struct gets no plan
             raise ValueError(f"{self.n_tagged} tagged fields: more than a pass's 64-bit set of tags seen")
         self.keep = []
         self.specs = <Spec*> malloc(max(self.n + self.n_tagged, 1) * sizeof(Spec))

@@ -37,6 +37,8 @@ PLAIN, SECRET, RECORDS = range(3)
 """How bytes are written: {"$bytes": base64}, {"$redacted": n} or {"$records": n}."""
 NONE, WANTED_FIELD, ERROR, TOPIC, TOPIC_NAMES = range(5)
 """A field's role in `walk`."""
+MAX_TAGGED = 64
+"""Known tagged fields of one struct the compiled reader takes (the tags it has seen are one 64-bit word)."""
 
 
 class Unsupported(Exception):
@@ -69,6 +71,8 @@ def _struct(fields: tuple[Field, ...], flexible: bool, wanted: tuple[str, ...], 
     topic_id = names.index("topic_id") if "topic_id" in names else -1
     name = names.index("name") if "name" in names else -1
     context = name >= 0 and (topic_id >= 0 or any("partition" in n for n in names))
+    if len(tagged) > MAX_TAGGED:
+        raise Unsupported(f"{len(tagged)} tagged fields")
     for f in tagged:
         if f.name in ("name", "topic_id") or (name >= 0 and not context and "partition" in f.name):
             raise Unsupported(f"{f.name}: a tagged field that decides the struct's topic context when present")

@@ -3,7 +3,8 @@
 functions build them. The usual case is record data that splits cleanly (whole batches, CRCs right, no control
 batch), no records/ table asked for, and a decoded pair that is not a share api; anything else, before any row is
 written, goes to the pure-Python function. The fields of Rows they read are C struct members of its compiled base
-(RowsFields), and they call the writer's compiled add and extend in C."""
+(RowsFields), and they call the writer's compiled add and extend in C, and the one frames/ row builder
+(frames_row.frame_row, compiled from its Python source)."""
 
 from kafkatap.dissect.kafka._found cimport Found
 from kafkatap.dissect.kafka._state cimport ConnState, Request, Response
@@ -11,17 +12,18 @@ from kafkatap.dissect.tables._batches cimport batch_rows as _batch_rows
 from kafkatap.dissect.tables._columns cimport add as _add, extend as _extend
 from kafkatap.dissect.tables.frames_row cimport frame_row
 
+from kafkatap.dissect.kafka.bodies import Body
 from kafkatap.dissect.protocol import error_name
 from kafkatap.dissect.protocol.generated.errors import ERRORS
 from kafkatap.dissect.protocol.generated import APIS
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
-from kafkatap.dissect.kafka.bodies import Body
 from kafkatap.dissect.records import _split
 from kafkatap.dissect.records.batch import CONTROL, Batch
 from kafkatap.dissect.tables import rows as reference  # it imports this: names defined after that are read per call
+from kafkatap.dissect.tables.frames_row import NO_ENTITIES
 
 cdef dict _NAMES = {key: row[0] for key, row in APIS.items()}
-cdef tuple _NONE = reference.NO_ENTITIES
+cdef tuple _NO_ENTITIES = NO_ENTITIES
 cdef int _PRODUCE = ApiKey.PRODUCE, _FETCH = ApiKey.FETCH
 cdef frozenset _FETCHES = reference.FETCHES
 cdef dict _ERRORS = ERRORS
@@ -124,7 +126,7 @@ def frame(RowsFields rows not None, ConnState st not None, Request req not None,
     else:
         topics = tuple(dict.fromkeys(qfound.topics + rfound.topics)) or None
     request_json, response_json = qb[_JSON], rb[_JSON]
-    cdef tuple entities = _NONE
+    cdef tuple entities = _NO_ENTITIES
     if qf or len(rf) > ("throttle_time_ms" in rf) + ("error_code" in rf):
         entities = reference._entities(qf, rf)
     _add(rows.frames, frame_row(

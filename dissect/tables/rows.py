@@ -1,7 +1,8 @@
 """Rows of the output tables, built from the Kafka layer's messages: frames/, batches/, records/, share/ and
 anomalies/. `Rows` is the Kafka layer's `kafka.messages.Messages`.
 
-Rows are tuples in the column order of dissect/tables/schema.py (the writer transposes them into Arrow columns).
+Rows are tuples in the column order of dissect/tables/schema.py (the writer transposes them into Arrow columns); a
+frames/ row is laid out by frames_row.frame_row only, which the compiled twins (_rows.pyx) call too.
 """
 
 from __future__ import annotations
