@@ -3,7 +3,8 @@
 
 The mapping lives here rather than in pyproject.toml because the package list is computed: every folder with an
 `__init__.py` under a stage becomes a subpackage without being listed by hand. So are the compiled modules: every
-`.pyx` file under a stage (the Cython twins of the dissector's hot pure-Python functions). They are optional
+`.pyx` file under a stage (the Cython twins of the dissector's hot pure-Python functions), and every `.py` file with a
+`.pxd` of its name (one source both twins run: plain Python, compiled in Cython's pure-Python mode). They are optional
 extensions: where no C compiler or Python headers are, their build fails with a warning, the install goes on in pure
 Python, and `kafkatap.dissect.native` says so at run time.
 """
@@ -33,13 +34,16 @@ def include_tree() -> str:
 
 def extensions() -> list[Extension]:
     sources = sorted(str(path) for stage in STAGES for path in Path(stage).rglob("*.pyx"))
+    # A .py file with a .pxd of its name is one source for both twins: compiled too (Cython's pure-Python mode)
+    sources += sorted(str(path.with_suffix(".py")) for stage in STAGES for path in Path(stage).rglob("*.pxd")
+                      if path.with_suffix(".py").exists())
     try:
         from Cython.Build import cythonize
     except ImportError:
         warnings.warn("Cython is missing (`pip install 'Cython>=3.0'`, or build with isolation): kafkatap is built "
                       "without its compiled dissector core")
         return []
-    modules = cythonize([Extension("kafkatap." + source.removesuffix(".pyx").replace("/", "."), [source])
+    modules = cythonize([Extension("kafkatap." + source.rsplit(".", 1)[0].replace("/", "."), [source])
                          for source in sources], compiler_directives=DIRECTIVES, include_path=[include_tree()])
     for module in modules:
         module.optional = True  # a failed compile warns and leaves the pure-Python twin

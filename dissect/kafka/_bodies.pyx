@@ -3,9 +3,11 @@
 writes its JSON and collects what `walk`, `top_level` and `collect` would, without building the message's dicts.
 
 What each field means comes from its plan (plans.py, derived from the schema table), turned into C arrays once per
-message version. Every read is checked against the frame's length. Anything the pass does not take on (a tagged
-field, a value that would not decode, a message without a plan) goes to the pure-Python reader, which gives the
-result or the DecodeError: so results are the same either way, and errors always come from the reference.
+message version. Every read is checked against the frame's length. Known tagged fields are read from each struct's
+tagged section like the plain fields, in the order they come. Anything the pass does not take on (an unknown or
+repeated tag, a tagged value whose length does not match it, a value that would not decode, a message without a
+plan) goes to the pure-Python reader, which gives the result or the DecodeError: so results are the same either way,
+and errors (counted anomaly rows) always come from the reference.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
@@ -21,13 +23,21 @@ from kafkatap.dissect.kafka._found cimport Found
 from kafkatap.dissect.kafka import bodies, plans
 from kafkatap.dissect.kafka.extract import NULL_TOPIC_ID
 from kafkatap.dissect.protocol import is_known, response_header_version
+from kafkatap.dissect.protocol.table import SCALARS
 
-cdef enum:
-    BOOL, INT8, INT16, UINT16, INT32, UINT32, INT64, UUID, STRING, BYTES, STRUCT, ARRAY
-cdef enum:
-    PLAIN, SECRET, RECORDS
-cdef enum:
-    NONE, WANTED_FIELD, ERROR, TOPIC, TOPIC_NAMES
+# The codes a plan's fields carry, declared once in plans.py: C ints here, set from there at import
+cdef int BOOL = plans.BOOL, INT8 = plans.INT8, INT16 = plans.INT16, UINT16 = plans.UINT16, INT32 = plans.INT32
+cdef int UINT32 = plans.UINT32, INT64 = plans.INT64, UUID = plans.UUID, STRING = plans.STRING, BYTES = plans.BYTES
+cdef int STRUCT = plans.STRUCT, ARRAY = plans.ARRAY
+cdef int PLAIN = plans.PLAIN, SECRET = plans.SECRET, RECORDS = plans.RECORDS
+cdef int NONE = plans.NONE, WANTED_FIELD = plans.WANTED_FIELD, ERROR = plans.ERROR, TOPIC = plans.TOPIC
+cdef int TOPIC_NAMES = plans.TOPIC_NAMES
+cdef Py_ssize_t[16] _SIZES  # bytes of each fixed-size kind (plans.py puts them first, BOOL .. INT64)
+if INT64 >= 16 or any(plans.KINDS[k] not in SCALARS for k in range(INT64 + 1)):
+    raise ImportError("plans.KINDS: the fixed-size kinds must come first, at most 16 of them")
+for _k in range(INT64 + 1):
+    _SIZES[_k] = SCALARS[plans.KINDS[_k]]
+
 cdef enum:
     OK = 0
     PURE = 1  # not for this pass: the pure-Python reader decides
@@ -41,38 +51,48 @@ cdef struct Spec:
 
 
 cdef class StructPlan:
-    cdef Spec* specs
-    cdef Py_ssize_t n
+    cdef Spec* specs  # the plain fields, then the tagged ones (specs[n + j] has tag tags[j])
+    cdef int64_t* tags
+    cdef Py_ssize_t n, n_tagged
     cdef bint flexible, context
     cdef int topic_id, name
     cdef list keep
 
     def __cinit__(self, tuple desc):
-        flexible, topic_id, name, context, fields = desc
+        flexible, topic_id, name, context, fields, tagged = desc
         self.flexible, self.topic_id, self.name, self.context = flexible, topic_id, name, context
-        self.n = len(fields)
+        self.n, self.n_tagged = len(fields), len(tagged)
+        if self.n_tagged > 8 * sizeof(uint64_t):  # plans.MAX_TAGGED: such a struct gets no plan
+            raise ValueError(f"{self.n_tagged} tagged fields: more than a pass's 64-bit set of tags seen")
         self.keep = []
-        self.specs = <Spec*> malloc(max(self.n, 1) * sizeof(Spec))
-        if self.specs == NULL:
+        self.specs = <Spec*> malloc(max(self.n + self.n_tagged, 1) * sizeof(Spec))
+        self.tags = <int64_t*> malloc(max(self.n_tagged, 1) * sizeof(int64_t))
+        if self.specs == NULL or self.tags == NULL:
             raise MemoryError()
-        cdef Spec* s
         for i, f in enumerate(fields):
-            key, kind, element, nullable, flex, bytes_as, role, index, top, column, collect, child = f
-            self.keep.append(key)
-            s = &self.specs[i]
-            s.key, s.key_len = PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key)
-            s.kind, s.element, s.nullable, s.flexible, s.bytes_as = kind, element, nullable, flex, bytes_as
-            s.role, s.index, s.top, s.column, s.collect = role, index, top, column, collect
-            s.child = NULL
-            if child is not None:
-                sub = StructPlan(child)
-                self.keep.append(sub)
-                s.child = <PyObject*> sub
-            elif kind == STRUCT or element == STRUCT:
-                raise ValueError(f"plan of {key!r}: a struct without the plan of its fields")
+            self.spec(i, f)
+        for j, (tag, f) in enumerate(tagged):
+            self.tags[j] = tag
+            self.spec(self.n + j, f)
+
+    cdef spec(self, Py_ssize_t i, tuple f):
+        key, kind, element, nullable, flex, bytes_as, role, index, top, column, collect, child = f
+        self.keep.append(key)
+        cdef Spec* s = &self.specs[i]
+        s.key, s.key_len = PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key)
+        s.kind, s.element, s.nullable, s.flexible, s.bytes_as = kind, element, nullable, flex, bytes_as
+        s.role, s.index, s.top, s.column, s.collect = role, index, top, column, collect
+        s.child = NULL
+        if child is not None:
+            sub = StructPlan(child)
+            self.keep.append(sub)
+            s.child = <PyObject*> sub
+        elif kind == STRUCT or element == STRUCT:
+            raise ValueError(f"plan of {key!r}: a struct without the plan of its fields")
 
     def __dealloc__(self):
         free(self.specs)
+        free(self.tags)
 
 
 cdef class Plan:
@@ -151,7 +171,6 @@ for _c in range(128):
 for _c, _e in ((10, b"n"), (13, b"r"), (9, b"t"), (8, b"b"), (12, b"f"), (34, b'"'), (92, b"\\")):
     _ESCAPE[_c] = _e[0]
 cdef Py_ssize_t _in_one_pass = 0, _handed_back = 0
-cdef Py_ssize_t[7] _SIZES = [1, 1, 2, 2, 4, 4, 8]  # BOOL .. INT64
 
 
 def counts() -> tuple:
@@ -240,57 +259,95 @@ cdef object _read(Plan plan, bytes frame, Py_ssize_t pos):
 
 cdef int _struct(Pass p, StructPlan s, Py_ssize_t* pos, bint top) except -1:
     cdef Py_ssize_t i, topics0 = len(p.topics), ids0 = len(p.topic_ids), names0 = len(p.id_names)
-    cdef Spec* f
-    cdef object topic_id = None, name = None, value
-    cdef bint keep
+    cdef object topic_id = None, name = None
     cdef int64_t count
     p.put_char(b"{")
     for i in range(s.n):
-        f = &s.specs[i]
         if i:
             p.put(b", ", 2)
-        p.put(f.key, f.key_len)
-        keep = (f.role != NONE or f.column >= 0 or (top and f.top >= 0) or i == s.topic_id or i == s.name)
-        if f.kind == STRUCT:
-            if _nested(p, f, pos) != OK:
-                return PURE
-            continue
-        if f.kind == ARRAY:
-            if _array(p, f, pos) != OK:
-                return PURE
-            continue
         p.value = None
-        if _value(p, f.kind, f.nullable, f.flexible, f.bytes_as, pos, keep) != OK:
+        if _field(p, s, i, pos, top) != OK:
             return PURE
-        if not keep or p.value is None:
+        if s.specs[i].kind >= STRUCT:
             continue
-        value = p.value
-        if f.role == WANTED_FIELD:
-            p.fields.setdefault(p.plan.wanted[f.index], value)
-        elif f.role == ERROR:
-            p.has_error = True
-            if value and not p.first_error:
-                p.first_error = value
-        elif f.role == TOPIC and isinstance(value, str):
-            p.topics.append(value)
-        if top and f.top >= 0:
-            p.top[f.top] = value
-        if f.column >= 0:
-            p.cur[f.column] = value
         if i == s.topic_id:
-            topic_id = value
+            topic_id = p.value
         elif i == s.name:
-            name = value
-    p.put_char(b"}")
+            name = p.value
     if s.flexible:
-        if _uvarint(p, pos, &count) != OK or count != 0:
+        if _uvarint(p, pos, &count) != OK:
             return PURE
+        if count and _tagged(p, s, count, pos, top) != OK:
+            return PURE
+    p.put_char(b"}")
     if s.topic_id >= 0 and topic_id is not None and topic_id != NULL_TOPIC_ID:
         p.topic_ids.insert(ids0, topic_id)
         if s.context and isinstance(name, str):
             p.id_names.insert(names0, (topic_id, name))
     if s.context and isinstance(name, str):
         p.topics.insert(topics0, name)
+    return OK
+
+
+cdef int _tagged(Pass p, StructPlan s, int64_t count, Py_ssize_t* pos, bint top) except -1:
+    """The `count` fields of a tagged section, as `wire.read_tagged` would add them to the struct's dict: each after
+    the ones before it. An unknown tag (kept raw under `_unknown_tagged_fields`, placed where the first one came) or
+    a repeated one (its value replaced in place) is not for this pass."""
+    cdef uint64_t seen = 0
+    cdef int64_t tag, size
+    cdef Py_ssize_t j, start
+    if count > p.end - pos[0]:
+        return PURE
+    while count > 0:
+        count -= 1
+        if _uvarint(p, pos, &tag) != OK or _uvarint(p, pos, &size) != OK or size > p.end - pos[0]:
+            return PURE
+        for j in range(s.n_tagged):
+            if s.tags[j] == tag:
+                break
+        else:
+            return PURE
+        if seen >> j & 1:
+            return PURE
+        seen |= (<uint64_t> 1) << j
+        if s.n or seen != (<uint64_t> 1) << j:
+            p.put(b", ", 2)
+        start = pos[0]
+        p.value = None
+        if _field(p, s, s.n + j, pos, top) != OK or pos[0] != start + size:
+            return PURE
+    return OK
+
+
+cdef int _field(Pass p, StructPlan s, Py_ssize_t i, Py_ssize_t* pos, bint top) except -1:
+    """Field i of s (plain, or tagged past s.n): its key and value written, and what `walk` takes from it; a value it
+    keeps left in p.value."""
+    cdef Spec* f = &s.specs[i]
+    cdef object value
+    cdef bint keep
+    p.put(f.key, f.key_len)
+    if f.kind == STRUCT:
+        return _nested(p, f, pos)
+    if f.kind == ARRAY:
+        return _array(p, f, pos)
+    keep = (f.role != NONE or f.column >= 0 or (top and f.top >= 0) or i == s.topic_id or i == s.name)
+    if _value(p, f.kind, f.nullable, f.flexible, f.bytes_as, pos, keep) != OK:
+        return PURE
+    if not keep or p.value is None:
+        return OK
+    value = p.value
+    if f.role == WANTED_FIELD:
+        p.fields.setdefault(p.plan.wanted[f.index], value)
+    elif f.role == ERROR:
+        p.has_error = True
+        if value and not p.first_error:
+            p.first_error = value
+    elif f.role == TOPIC and isinstance(value, str):
+        p.topics.append(value)
+    if top and f.top >= 0:
+        p.top[f.top] = value
+    if f.column >= 0:
+        p.cur[f.column] = value
     return OK
 
 

@@ -26,6 +26,7 @@ from kafkatap.dissect.kafka.pairing import MAX_IN_FLIGHT
 from kafkatap.dissect.kafka.state import REQUEST, RESPONSE
 from kafkatap.dissect.protocol import registry
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
+from kafkatap.dissect.streams.reassembly import Where
 
 cdef signed char _HEADER_VERSIONS[MAX_API_KEYS][MAX_API_VERSIONS]  # a known api's request header version; 0: none
 
@@ -43,6 +44,11 @@ _fill_header_versions()
 cdef frozenset _DICT_APIS = frozenset(bodies.DICT_APIS)
 cdef int _PRODUCE = ApiKey.PRODUCE, _SASL_HANDSHAKE = ApiKey.SASL_HANDSHAKE
 cdef Py_ssize_t _MAX_IN_FLIGHT = MAX_IN_FLIGHT
+# Positions in the tuples read here, from the NamedTuples that declare them (read as tuples: no attribute lookup)
+cdef Py_ssize_t _END = bodies.Body._fields.index("end"), _FOUND = bodies.Body._fields.index("found")
+cdef Py_ssize_t _TOP = bodies.Body._fields.index("top")
+cdef Py_ssize_t _FILE = Where._fields.index("capture_file"), _PACKET = Where._fields.index("packet_index")
+cdef Py_ssize_t _TS = Where._fields.index("ts_us")
 cdef int _REQUEST = REQUEST, _RESPONSE = RESPONSE
 
 
@@ -84,15 +90,15 @@ cpdef request(exchange, ConnState st, at, offset, bytes payload, where):
         body = _read_request(api_key, api_version, payload, pos)
     except DecodeError:
         return exchange.request(st, at, offset, payload, where)
-    if (<tuple> body)[0] != n or (api_key == _PRODUCE and (<tuple> body)[4].get("acks") == 0):  # Body.end, .top
+    if (<tuple> body)[_END] != n or (api_key == _PRODUCE and (<tuple> body)[_TOP].get("acks") == 0):
         return exchange.request(st, at, offset, payload, where)
     size = n + 4
     st.req_sync.last_correlation_id = correlation_id
     st.seq += 1
     cdef Request req = Request.__new__(Request)
     req.seq, req.size, req.api_key, req.api_version = st.seq, size, api_key, api_version
-    req.capture_file, req.ts = (<tuple> at)[0], (<tuple> at)[2]  # Where: capture_file, packet_index, ts_us
-    req.packet = <int64_t> (<tuple> at)[1] + 1
+    req.capture_file, req.ts = (<tuple> at)[_FILE], (<tuple> at)[_TS]
+    req.packet = <int64_t> (<tuple> at)[_PACKET] + 1
     req.correlation_id, req.known, req.client_id = correlation_id, True, client_id
     req.body = body
     (<Account> st.account).decoded_bytes[_REQUEST] += size
@@ -129,18 +135,18 @@ cpdef response(exchange, ConnState st, at, offset, bytes payload, where):
         body = _read_response(req.api_key, req.api_version, payload)
     except DecodeError:
         return exchange.response(st, at, offset, payload, where)
-    if (<tuple> body)[0] != n:  # Body.end
+    if (<tuple> body)[_END] != n:
         return exchange.response(st, at, offset, payload, where)
     del pending[correlation_id]
     size = n + 4
     cdef Response resp = Response.__new__(Response)
     resp.size, resp.body = size, body
-    resp.capture_file, resp.ts = (<tuple> at)[0], (<tuple> at)[2]
-    resp.packet = <int64_t> (<tuple> at)[1] + 1
+    resp.capture_file, resp.ts = (<tuple> at)[_FILE], (<tuple> at)[_TS]
+    resp.packet = <int64_t> (<tuple> at)[_PACKET] + 1
     (<Account> st.account).decoded_bytes[_RESPONSE] += size
     out = exchange.out
     out.response(st, req, resp, where)
-    found = (<tuple> body)[3]  # Body.found (None only for the apis read as dicts, which the method handles)
+    found = (<tuple> body)[_FOUND]  # None only for the apis read as dicts, which the method handles
     id_names = (<Found> found).id_names if found is not None else None
     if id_names:
         learn = exchange.topics.learn

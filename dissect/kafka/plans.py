@@ -4,14 +4,19 @@ schema table (`registry.body_fields`) and the rules of extract.py, so no api has
 A plan is nested tuples the reader turns into C arrays once per (api_key, api_version, direction):
 
     plan   = (struct, n_wanted, n_top, n_columns)
-    struct = (flexible, topic_id_index, name_index, topic_context, fields)
+    struct = (flexible, topic_id_index, name_index, topic_context, fields, tagged)
     field  = (json_key, kind, element, nullable, flexible, bytes_as, role, index, top, column, collect, struct)
+    tagged = ((tag, field), ...)  # the struct's known tagged fields, read from its tagged section
 
 `role`/`index` say what `walk` does with the field (a wanted field and its slot, an error code, a topic name),
 `top` its slot among the top-level fields kept, `column` its slot in a collected row, `collect` whether the array
 is the first (1) or second (2) level of `extract.COLLECT`'s path. Messages a plan cannot describe exactly as the
 pure-Python reader would treat them (float64 fields, a wanted field that is not a scalar, collected fields that
-come after the partitions on the wire) get no plan: the compiled reader hands them to the pure-Python one.
+come after the partitions on the wire, a tagged field that would change what `walk` makes of its struct) get no
+plan: the compiled reader hands them to the pure-Python one.
+
+Tagged fields keep the plain fields' meaning: `walk` sees them as keys of their struct after its plain fields, in the
+order they come on the wire, which is the order the compiled reader meets them.
 """
 
 from __future__ import annotations
@@ -26,10 +31,14 @@ from kafkatap.dissect.protocol.table import Field
 
 KINDS = ("bool", "int8", "int16", "uint16", "int32", "uint32", "int64", "uuid", "string", "bytes", "struct", "array")
 BOOL, INT8, INT16, UINT16, INT32, UINT32, INT64, UUID, STRING, BYTES, STRUCT, ARRAY = range(len(KINDS))
+"""A field's kind. The fixed-size scalars come first: the compiled reader takes `kind <= INT64` to mean one of them.
+These codes and the two below are declared here only; `_bodies.pyx` reads them at import."""
 PLAIN, SECRET, RECORDS = range(3)
 """How bytes are written: {"$bytes": base64}, {"$redacted": n} or {"$records": n}."""
 NONE, WANTED_FIELD, ERROR, TOPIC, TOPIC_NAMES = range(5)
 """A field's role in `walk`."""
+MAX_TAGGED = 64
+"""Known tagged fields of one struct the compiled reader takes (the tags it has seen are one 64-bit word)."""
 
 
 class Unsupported(Exception):
@@ -57,10 +66,16 @@ def _struct(fields: tuple[Field, ...], flexible: bool, wanted: tuple[str, ...], 
             spec: Collect | None, level: int) -> tuple:
     """level: 0 the message, 1 a topic of the collected path, 2 one of its partitions, -1 anywhere else."""
     plain = [f for f in fields if f.tag is None]
+    tagged = [f for f in fields if f.tag is not None]
     names = [f.name for f in plain]
     topic_id = names.index("topic_id") if "topic_id" in names else -1
     name = names.index("name") if "name" in names else -1
     context = name >= 0 and (topic_id >= 0 or any("partition" in n for n in names))
+    if len(tagged) > MAX_TAGGED:
+        raise Unsupported(f"{len(tagged)} tagged fields")
+    for f in tagged:
+        if f.name in ("name", "topic_id") or (name >= 0 and not context and "partition" in f.name):
+            raise Unsupported(f"{f.name}: a tagged field that decides the struct's topic context when present")
     columns = {}
     if spec is not None and level == 1:
         columns = {n: i for i, n in enumerate(spec.topic)}
@@ -69,8 +84,12 @@ def _struct(fields: tuple[Field, ...], flexible: bool, wanted: tuple[str, ...], 
     path = spec.path[level] if spec is not None and level in (0, 1) else None
     if path in names and any(n in columns for n in names[names.index(path) + 1:]):
         raise Unsupported("a collected field after the nested partitions")
+    if any(f.name in columns or f.name == path for f in tagged):
+        raise Unsupported("a collected field or path in the tagged section")
+    top = top if level == 0 else None
     return (flexible, topic_id, name, context,
-            tuple(_field(f, wanted, top if level == 0 else None, columns, path, spec, level) for f in plain))
+            tuple(_field(f, wanted, top, columns, path, spec, level) for f in plain),
+            tuple((f.tag, _field(f, wanted, top, columns, path, spec, level)) for f in tagged))
 
 
 def _field(f: Field, wanted: tuple[str, ...], top: tuple[str, ...] | None, columns: dict[str, int], path: str | None,

@@ -12,6 +12,8 @@ from kafkatap.dissect.records.record_batch import HEADER_SIZE, decode_records
 CONTROL_TYPES = {0: "abort", 1: "commit", 2: "leader_change", 3: "snapshot_header", 4: "snapshot_footer",
                  5: "kraft_version", 6: "kraft_voters"}
 """Kafka's ControlRecordType ids; transaction markers are 0 and 1, the others appear in KRaft metadata logs."""
+TRANSACTIONAL, CONTROL = 0x10, 0x20
+"""Bits of a magic 2 batch's attributes (the compiled row builders read them too)."""
 
 
 class Batch(NamedTuple):
@@ -60,11 +62,11 @@ class Batch(NamedTuple):
 
     @property
     def is_transactional(self) -> bool:
-        return self.magic == 2 and bool(self.attributes & 0x10)
+        return self.magic == 2 and bool(self.attributes & TRANSACTIONAL)
 
     @property
     def is_control(self) -> bool:
-        return self.magic == 2 and bool(self.attributes & 0x20)
+        return self.magic == 2 and bool(self.attributes & CONTROL)
 
     @property
     def has_delete_horizon(self) -> bool:

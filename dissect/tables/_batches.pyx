@@ -7,12 +7,23 @@ from cpython.ref cimport Py_INCREF, PyObject
 from cpython.tuple cimport PyTuple_GET_SIZE, PyTuple_New, PyTuple_SET_ITEM
 from libc.stdint cimport int64_t
 
+from kafkatap.dissect.records.batch import CONTROL, TRANSACTIONAL, Batch
 from kafkatap.dissect.tables import batches as reference  # its names are read at call time: it imports this module
 
 cdef extern from "Python.h":
     PyObject* PySequence_Fast_GET_ITEM(object o, Py_ssize_t i)
 
 cdef int64_t _MAX_MS = (1 << 63) // 1000 - 1
+cdef long _TRANSACTIONAL = TRANSACTIONAL, _CONTROL = CONTROL
+# A Batch's fields read here, at their positions in the NamedTuple that declares them
+cdef Py_ssize_t _FIELDS = len(Batch._fields)
+cdef Py_ssize_t _SIZE = Batch._fields.index("size"), _CRC_OK = Batch._fields.index("crc_ok")
+cdef Py_ssize_t _ATTRIBUTES = Batch._fields.index("attributes")
+cdef Py_ssize_t _FIRST = Batch._fields.index("first_timestamp"), _LAST = Batch._fields.index("max_timestamp")
+cdef Py_ssize_t[7] _COPIED  # the fields a row takes as they are, in its order
+for _i, _name in enumerate(("magic", "base_offset", "last_offset", "record_count", "producer_id", "producer_epoch",
+                            "base_sequence")):
+    _COPIED[_i] = Batch._fields.index(_name)
 
 
 cdef inline void _put(tuple row, Py_ssize_t i, object value):
@@ -31,8 +42,8 @@ cpdef list batch_rows(tuple head, list batches, tuple tail, problem):
     cdef tuple row
     cdef long attributes
     for batch in batches:
-        if (not isinstance(batch, tuple) or len(batch) != 17
-                or <long> (<object> PySequence_Fast_GET_ITEM(batch, 9)) & 0x20):
+        if (not isinstance(batch, tuple) or len(batch) != _FIELDS
+                or <long> (<object> PySequence_Fast_GET_ITEM(batch, _ATTRIBUTES)) & _CONTROL):
             return reference.batch_rows(head, batches, tail, problem)
     compression = reference.COMPRESSION
     out = []
@@ -40,17 +51,17 @@ cpdef list batch_rows(tuple head, list batches, tuple tail, problem):
         row = PyTuple_New(h + 15 + t)
         for i in range(h):
             _put(row, i, head[i])
-        attributes = <object> PySequence_Fast_GET_ITEM(batch, 9)
-        for i in range(7):  # magic, base_offset, last_offset, record_count; producer_id, _epoch, base_sequence
-            _put(row, h + i, <object> PySequence_Fast_GET_ITEM(batch, (2, 3, 4, 5, 12, 13, 14)[i]))
-        _put(row, h + 7, True if attributes & 0x10 else False)
+        attributes = <object> PySequence_Fast_GET_ITEM(batch, _ATTRIBUTES)
+        for i in range(7):
+            _put(row, h + i, <object> PySequence_Fast_GET_ITEM(batch, _COPIED[i]))
+        _put(row, h + 7, True if attributes & _TRANSACTIONAL else False)
         _put(row, h + 8, False)
         _put(row, h + 9, None)
         _put(row, h + 10, compression[attributes & 7])
-        _put(row, h + 11, <object> PySequence_Fast_GET_ITEM(batch, 1))
-        _put(row, h + 12, _us(<object> PySequence_Fast_GET_ITEM(batch, 10)))
-        _put(row, h + 13, _us(<object> PySequence_Fast_GET_ITEM(batch, 11)))
-        _put(row, h + 14, <object> PySequence_Fast_GET_ITEM(batch, 8))
+        _put(row, h + 11, <object> PySequence_Fast_GET_ITEM(batch, _SIZE))
+        _put(row, h + 12, _us(<object> PySequence_Fast_GET_ITEM(batch, _FIRST)))
+        _put(row, h + 13, _us(<object> PySequence_Fast_GET_ITEM(batch, _LAST)))
+        _put(row, h + 14, <object> PySequence_Fast_GET_ITEM(batch, _CRC_OK))
         for i in range(t):
             _put(row, h + 15 + i, tail[i])
         out.append(row)

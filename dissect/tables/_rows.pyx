@@ -3,26 +3,36 @@
 functions build them. The usual case is record data that splits cleanly (whole batches, CRCs right, no control
 batch), no records/ table asked for, and a decoded pair that is not a share api; anything else, before any row is
 written, goes to the pure-Python function. The fields of Rows they read are C struct members of its compiled base
-(RowsFields), and they call the writer's compiled add and extend in C."""
+(RowsFields), and they call the writer's compiled add and extend in C, and the one frames/ row builder
+(frames_row.frame_row, compiled from its Python source)."""
 
 from kafkatap.dissect.kafka._found cimport Found
 from kafkatap.dissect.kafka._state cimport ConnState, Request, Response
 from kafkatap.dissect.tables._batches cimport batch_rows as _batch_rows
 from kafkatap.dissect.tables._columns cimport add as _add, extend as _extend
+from kafkatap.dissect.tables.frames_row cimport frame_row
 
+from kafkatap.dissect.kafka.bodies import Body
 from kafkatap.dissect.protocol import error_name
 from kafkatap.dissect.protocol.generated.errors import ERRORS
 from kafkatap.dissect.protocol.generated import APIS
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 from kafkatap.dissect.records import _split
+from kafkatap.dissect.records.batch import CONTROL, Batch
 from kafkatap.dissect.tables import rows as reference  # it imports this: names defined after that are read per call
+from kafkatap.dissect.tables.frames_row import NO_ENTITIES
 
 cdef dict _NAMES = {key: row[0] for key, row in APIS.items()}
-cdef tuple _NONE = reference._NONE
+cdef tuple _NO_ENTITIES = NO_ENTITIES
 cdef int _PRODUCE = ApiKey.PRODUCE, _FETCH = ApiKey.FETCH
 cdef frozenset _FETCHES = reference.FETCHES
 cdef dict _ERRORS = ERRORS
 cdef object _split_batches = _split.split_batches
+# Positions in the tuples read here, from the NamedTuples that declare them (read as tuples: no attribute lookup)
+cdef Py_ssize_t _JSON = Body._fields.index("json"), _FOUND = Body._fields.index("found")
+cdef Py_ssize_t _TOP = Body._fields.index("top")
+cdef Py_ssize_t _CRC_OK = Batch._fields.index("crc_ok"), _ATTRIBUTES = Batch._fields.index("attributes")
+cdef long _CONTROL = CONTROL
 
 
 cdef class RowsFields:
@@ -43,8 +53,8 @@ cdef list _clean(list partitions, Py_ssize_t data_at, bint final):
         batches, partial, error = _split_batches(data)
         if error is not None or (partial and final):
             return None
-        for batch in batches:  # Batch tuples (crc_ok, attributes): read as a tuple's items, not through __getitem__
-            if not (<tuple> batch)[8] or <long> (<tuple> batch)[9] & 0x20:
+        for batch in batches:
+            if not (<tuple> batch)[_CRC_OK] or <long> (<tuple> batch)[_ATTRIBUTES] & _CONTROL:
                 return None
         out.append(batches)
     return out
@@ -94,7 +104,7 @@ def frame(RowsFields rows not None, ConnState st not None, Request req not None,
     qbody, rbody, api_key = req.body, resp.body, req.api_key
     name = _NAMES.get(api_key)
     if (qbody is None or rbody is None or name is None or req.error is not None or resp.error is not None
-            or not req.known or api_key in reference.SHARE_APIS or qbody[3] is None or rbody[3] is None):
+            or not req.known or api_key in reference.SHARE_APIS or qbody[_FOUND] is None or rbody[_FOUND] is None):
         return reference.frame(rows, st, req, resp, where, unpaired)
     messages, statuses = rows.messages, rows.statuses
     messages[name] = messages.get(name, 0) + 1
@@ -105,9 +115,9 @@ def frame(RowsFields rows not None, ConnState st not None, Request req not None,
         else:
             _produce_batches(rows, req, st, rbody)
     statuses["ok"] = statuses.get("ok", 0) + 1
-    cdef tuple qb = <tuple> qbody, rb = <tuple> rbody  # Body: end, message, json, found, top, rows
-    cdef Found qfound = qb[3], rfound = rb[3]
-    cdef dict qf = qfound.fields, rf = rb[4]
+    cdef tuple qb = <tuple> qbody, rb = <tuple> rbody
+    cdef Found qfound = qb[_FOUND], rfound = rb[_FOUND]
+    cdef dict qf = qfound.fields, rf = rb[_TOP]
     code = rf.get("error_code")
     if not code:
         code = rfound.first_error or (0 if rfound.has_error else None)
@@ -115,17 +125,14 @@ def frame(RowsFields rows not None, ConnState st not None, Request req not None,
         topics = rows.topic_list(qfound, rfound)
     else:
         topics = tuple(dict.fromkeys(qfound.topics + rfound.topics)) or None
-    request_json, response_json = qb[2], rb[2]
-    cdef tuple entities = _NONE
+    request_json, response_json = qb[_JSON], rb[_JSON]
+    cdef tuple entities = _NO_ENTITIES
     if qf or len(rf) > ("throttle_time_ms" in rf) + ("error_code" in rf):
         entities = reference._entities(qf, rf)
-    _add(rows.frames, (
-        st.conn_id, st.client_addr, st.broker_addr, req.ts, resp_ts, resp_ts - req.ts, api_key, name,
-        req.api_version, req.correlation_id, req.client_id, req.size, resp.size, code,
-        _error_name(code) if code is not None else None, "ok", entities[0], entities[1], entities[2], entities[3],
-        entities[4], entities[5], entities[6], entities[7], entities[8], entities[9], entities[10], topics,
-        rf.get("throttle_time_ms"), None, request_json, response_json, st.tls_version, req.capture_file, req.packet,
-        resp.capture_file, resp.packet),
+    _add(rows.frames, frame_row(
+        st, req.ts, resp_ts, api_key, name, req.api_version, req.correlation_id, req.client_id, req.size, resp.size,
+        code, _error_name(code) if code is not None else None, "ok", entities, topics, rf.get("throttle_time_ms"),
+        None, request_json, response_json, req.capture_file, req.packet, resp.capture_file, resp.packet),
         len(request_json) + len(response_json))
 
 
@@ -138,7 +145,7 @@ cdef bint _control(list produce):
     """Whether a Produce's batches hold a control batch (its control record may need reporting)."""
     for _, _, _, batches in produce:
         for batch in batches:
-            if <long> (<tuple> batch)[9] & 0x20:
+            if <long> (<tuple> batch)[_ATTRIBUTES] & _CONTROL:
                 return True
     return False
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from kafkatap.dissect.errors import DecodeError
 from kafkatap.dissect.records import Batch, split_batches
+from kafkatap.dissect.records.batch import CONTROL, TRANSACTIONAL
 from kafkatap.dissect.records.compression import CODECS
 
 Problem = Callable[[str, str, int], None]
@@ -74,8 +75,8 @@ def batch_rows(head: tuple, batches: list[Batch], tail: tuple, problem: Problem)
          producer_epoch, base_sequence, _, _) = batch
         rows.append(head + (
             magic, base_offset, last_offset, record_count, producer_id, producer_epoch, base_sequence,
-            bool(attributes & 0x10), bool(attributes & 0x20),
-            control_type(batch, problem) if attributes & 0x20 else None, COMPRESSION[attributes & 7], size,
+            bool(attributes & TRANSACTIONAL), bool(attributes & CONTROL),
+            control_type(batch, problem) if attributes & CONTROL else None, COMPRESSION[attributes & 7], size,
             first * 1000 if 0 <= first <= MAX_MS else None,
             last * 1000 if 0 <= last <= MAX_MS else None, crc_ok,
         ) + tail)

@@ -1,7 +1,8 @@
 """Rows of the output tables, built from the Kafka layer's messages: frames/, batches/, records/, share/ and
 anomalies/. `Rows` is the Kafka layer's `kafka.messages.Messages`.
 
-Rows are tuples in the column order of dissect/tables/schema.py (the writer transposes them into Arrow columns).
+Rows are tuples in the column order of dissect/tables/schema.py (the writer transposes them into Arrow columns); a
+frames/ row is laid out by frames_row.frame_row only, which the compiled twins (_rows.pyx) call too.
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 from kafkatap.dissect.streams.reassembly import Conn, Where
 from kafkatap.dissect.tables import batches as bt
 from kafkatap.dissect.tables.batches import Problem
+from kafkatap.dissect.tables.frames_row import NO_ENTITIES, frame_row
 from kafkatap.dissect.tables.writer import Output
 
-_NONE = (None,) * 11
 SHARE_APIS = (ApiKey.SHARE_FETCH, ApiKey.SHARE_ACKNOWLEDGE)
 FETCHES = frozenset({ApiKey.FETCH, ApiKey.SHARE_FETCH})
 # Defined before the compiled twins are imported: _rows.pyx reads them at its import.
@@ -71,12 +72,10 @@ class Rows(_Base):  # type: ignore[valid-type, misc]
         self.messages["unknown"] = self.messages.get("unknown", 0) + 1
         self.statuses["unpaired_response"] = self.statuses.get("unpaired_response", 0) + 1
         capture_file, packet_index, ts = at
-        self.frames.add((
-            st.conn_id, st.client_addr, st.broker_addr, None, ts, None, None, "unknown", None, correlation_id, None,
-            None, size, None, None, "unpaired_response", None, None, None, None, None, None, None, None, None, None,
-            None, None, None, "request not captured: api unknown, response kept raw (not decoded)", None, None,
-            st.tls_version, None, None, capture_file, packet_index + 1,
-        ))
+        self.frames.add(frame_row(
+            st, None, ts, None, "unknown", None, correlation_id, None, None, size, None, None, "unpaired_response",
+            NO_ENTITIES, None, None, "request not captured: api unknown, response kept raw (not decoded)", None, None,
+            None, None, capture_file, packet_index + 1))
 
     def topic_list(self, qfound: Any, rfound: Any) -> tuple[str, ...] | None:
         """A tuple, not a list: a row of atoms only is dropped from the garbage collector's tracking, which keeps
@@ -204,11 +203,10 @@ def frame(rows: Rows, st: ConnState, req: Request, resp: Response | None, where:
     rows.messages[name] = rows.messages.get(name, 0) + 1
     qbody = req.body
     if resp is None:
-        rbody = resp_ts = latency = resp_size = resp_error = resp_file = resp_packet = None
+        rbody = resp_ts = resp_size = resp_error = resp_file = resp_packet = None
     else:
         rbody, resp_ts, resp_size, resp_error = resp.body, resp.ts, resp.size, resp.error
         resp_file, resp_packet = resp.capture_file, resp.packet
-        latency = resp_ts - req.ts
     if req.produce is not None:
         rows.produce_batches(st, req, rbody, rows._problem(st, REQUEST if resp is None else RESPONSE, req, where))
     if qbody is not None and req.api_key in SHARE_APIS:
@@ -237,12 +235,12 @@ def frame(rows: Rows, st: ConnState, req: Request, resp: Response | None, where:
         rf, rfound, response_json = rbody.top, rbody.found, rbody.json
         code = error_code(rf, rfound)
         error = error_name(code) if code is not None else None
-    rows.frames.add((
-        st.conn_id, st.client_addr, st.broker_addr, req.ts, resp_ts, latency, req.api_key, name, req.api_version,
-        req.correlation_id, req.client_id, req.size, resp_size, code, error, status,
-    ) + (_entities(qf, rf) if qf or len(rf) > ("throttle_time_ms" in rf) + ("error_code" in rf) else _NONE) + (
+    rows.frames.add(frame_row(
+        st, req.ts, resp_ts, req.api_key, name, req.api_version, req.correlation_id, req.client_id, req.size,
+        resp_size, code, error, status,
+        _entities(qf, rf) if qf or len(rf) > ("throttle_time_ms" in rf) + ("error_code" in rf) else NO_ENTITIES,
         rows.topic_list(qfound, rfound), rf.get("throttle_time_ms"), errors, request_json, response_json,
-        st.tls_version, req.capture_file, req.packet, resp_file, resp_packet,
+        req.capture_file, req.packet, resp_file, resp_packet,
     ), len(request_json or "") + len(response_json or ""))
 
 

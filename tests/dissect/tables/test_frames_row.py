@@ -1,0 +1,45 @@
+"""The frames/ row has one builder (dissect/tables/frames_row.py), which both twins run: its plain-Python source (what
+an install without the compiled core imports) and its compiled build give the same row, in schema.py's columns."""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+from types import SimpleNamespace
+
+from kafkatap.dissect.tables import frames_row, schema
+from tests.support.paths import ROOT
+
+SOURCE = ROOT / "dissect" / "tables" / "frames_row.py"
+
+
+def _source_module() -> object:
+    spec = importlib.util.spec_from_file_location("frames_row_source", SOURCE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_source_and_the_installed_builder_give_the_same_row_in_the_schemas_columns() -> None:
+    """Each argument lands in the column of its name: called with every column's name as its value (timestamps
+    aside), the row is the schema's column names."""
+    names = schema.TABLES["frames"].names
+    entities = tuple(names[names.index("group_id"):names.index("transactional_id") + 1])
+    assert len(entities) == frames_row.ENTITIES
+    st = SimpleNamespace(conn_id="conn_id", client_addr="client_addr", broker_addr="broker_addr", tls_version="tls")
+    params = list(inspect.signature(_source_module().frame_row).parameters)
+    args = {name: name for name in params} | {"st": st, "entities": entities, "ts_request": 100, "ts_response": 250}
+    source = _source_module()
+    for call in (args, args | {"ts_request": None}):
+        row = frames_row.frame_row(*call.values())
+        assert row == source.frame_row(*call.values())
+        expected = [call.get(name, name) for name in names]
+        expected[names.index("latency_us")] = None if call["ts_request"] is None else 150
+        assert list(row) == expected
+
+
+def test_no_other_module_lays_out_the_row() -> None:
+    """The row's connection columns are read only by the builder."""
+    for path in (ROOT / "dissect" / "tables").glob("*rows.py*"):
+        if path.name != "frames_row.py":
+            assert "tls_version" not in path.read_text(), path
