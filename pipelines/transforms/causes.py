@@ -5,9 +5,10 @@ it: a group member that went silent for longer than its session timeout (the coo
 left, a static member whose instance id another member took over, a member that missed the rebalance to the group's
 current generation; a producer whose transactional id a second instance initialised. For classic groups the
 generation the member is compared with is the group's (the latest one the coordinator handed to any member), not
-the member's own join. For KIP-848 groups the member's own epoch stays the comparison, and the group's epoch beside
-it is the highest member epoch the coordinator handed to any member of the group by then: heartbeat responses carry
-no group epoch, and a member's epoch reaches the group's once it has reconciled, so that is what the wire proves.
+the member's own join. For KIP-848 consumer groups and KIP-1071 streams groups (`MEMBER_EPOCH_KINDS`: the same
+member epoch rules) the member's own epoch stays the comparison, and the group's epoch beside it is the highest
+member epoch the coordinator handed to any member of the group by then: heartbeat responses carry no group epoch, and
+a member's epoch reaches the group's once it has reconciled, so that is what the wire proves.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
-from kafkatap.pipelines.transforms.common import ISO, is_ok, response_source
+from kafkatap.pipelines.transforms.common import (
+    ISO, MEMBER_EPOCH_KINDS, MEMBER_HEARTBEATS, MEMBER_KINDS, is_ok, response_source
+)
 from kafkatap.pipelines.transforms.fencers import FENCER_EPOCH, ROW_KEY
 from kafkatap.pipelines.transforms.members import (
     MISSED_HEARTBEATS, heartbeat_interval_ms, is_leave, member_frames, removed_for_silence, session_timeout_ms
@@ -24,7 +27,6 @@ from kafkatap.pipelines.transforms.members import (
 
 CAUSE = ["cause", "last_ok_ts", "silent_s", "session_timeout_ms", "heartbeat_interval_ms", "group_generation",
          "group_epoch", "explanation"]
-MEMBER_KINDS = ["classic_group", "consumer_group"]
 
 
 def _member_facts(rows: DataFrame, frames: DataFrame) -> DataFrame:
@@ -43,9 +45,10 @@ def _member_facts(rows: DataFrame, frames: DataFrame) -> DataFrame:
         F.max_by("m.beat", F.when(F.col("m.beat").isNotNull(), F.col("m.ts"))).alias("heartbeat_interval_ms"),
         F.max(F.when(F.col("m.leave"), F.col("m.ts"))).alias("left_ts"))
     # the latest other member id answered for the same static instance before the fencing (`with_causes` keeps it
-    # when it came after this member's last accepted request)
+    # when it came after this member's last accepted request): a JoinGroup's, or a member heartbeat's (its request
+    # names the instance `instance_id`, which `member_frames` reads)
     others = mf.where(F.col("group_instance_id").isNotNull() & is_ok(F.col("error_code"))
-                      & F.col("api_key").isin(ApiKey.JOIN_GROUP, ApiKey.CONSUMER_GROUP_HEARTBEAT)).alias("o")
+                      & F.col("api_key").isin(ApiKey.JOIN_GROUP, *MEMBER_HEARTBEATS)).alias("o")
     took = (rows.where(F.col("kind").isin(MEMBER_KINDS) & F.col("group_instance_id").isNotNull()).alias("r")
             .join(others, (F.col("o.group_id") == F.col("r.group_id"))
                   & (F.col("o.group_instance_id") == F.col("r.group_instance_id"))
@@ -58,7 +61,7 @@ def _member_facts(rows: DataFrame, frames: DataFrame) -> DataFrame:
 
 def _group_epochs(rows: DataFrame, handed: DataFrame) -> DataFrame:
     """Per group member fencing row: the latest epoch the coordinator handed to any member of its group at or before
-    it (a classic group's generation, a KIP-848 group's epoch as far as the wire shows it), and where."""
+    it (a classic group's generation, a KIP-848 or streams group's epoch as far as the wire shows it), and where."""
     r = rows.where(F.col("kind").isin(MEMBER_KINDS)).alias("r")
     same_group = (F.col("h.kind") == F.col("r.kind")) & (F.col("h.group_id") == F.col("r.group_id"))
     pairs = r.join(handed.alias("h"), same_group & (F.col("h.ts") <= F.col("r.ts")))
@@ -149,13 +152,13 @@ def _explanation(silent: Column) -> Column:
 
 def with_causes(rows: DataFrame, frames: DataFrame, handed: DataFrame) -> DataFrame:
     """Add CAUSE to fencing rows (`fenced_epochs` before its final select); classic members' `current_epoch` becomes
-    the group's generation where that is newer than the member's own; KIP-848 rows keep the member's own epoch and
-    gain the group's."""
+    the group's generation where that is newer than the member's own; KIP-848 and streams group rows keep the
+    member's own epoch and gain the group's."""
     facts = _member_facts(rows, frames)
     classic = F.col("kind") == "classic_group"
     out = (_on_rows(_on_rows(rows, facts, "left"), _group_epochs(rows, handed), "left")
            .withColumn("group_generation", F.when(classic, F.col("generation.epoch")))
-           .withColumn("group_epoch", F.when(F.col("kind") == "consumer_group", F.col("generation.epoch")))
+           .withColumn("group_epoch", F.when(F.col("kind").isin(MEMBER_EPOCH_KINDS), F.col("generation.epoch")))
            .withColumn("current_epoch_source", F.when(
                F.col("group_generation") > F.coalesce(F.col("current_epoch"), F.lit(-1)), F.col("generation.source"))
                .otherwise(F.col("current_epoch_source")))
