@@ -14,9 +14,10 @@ from their NetworkClient's debug log.
 from __future__ import annotations
 
 import time
-from collections import Counter
 
-from kafkatap.samples.javaclients import LIBRARY, JavaClient, JavaClients, producing, read_log, record
+from kafkatap.samples.javaclients import (
+    LIBRARY, JavaClient, JavaClients, fenced_after_freeze, producing, reached_epochs, read_log, record
+)
 from kafkatap.samples.kafka import HEARTBEAT_MS, SESSION_TIMEOUT_MS
 from kafkatap.samples.make import Env, Spec
 
@@ -142,23 +143,10 @@ def _record(env: Env, programs: list[JavaClient]) -> None:
     stalls = [e for e in truth.doc["events"] if e["what"] == "stalled_by_sigstop"]
     epochs: dict[str, list[dict]] = {}
     for log in record(truth, env.log, programs, {}):
-        for _, cid, member_id, epoch in log.member_epochs:
-            reached = epochs.setdefault(cid, [])
-            if not reached or reached[-1] != {"member_id": member_id, "member_epoch": epoch}:
-                reached.append({"member_id": member_id, "member_epoch": epoch})
+        reached_epochs(epochs, log)
         for stall in (s for s in stalls if any(cid == s["client_id"] for _, cid, _, _ in log.member_epochs)):
-            # the member's own refusals after the freeze, as its log has them (its heartbeat thread, resumed first,
-            # is refused before the stream thread notices anything)
-            refused = [(wall, api, name) for wall, cid, api, name in log.errors
-                       if cid == stall["client_id"] and wall >= stall["wall"]]
-            if not refused:
-                raise RuntimeError(f"{stall['instance']} was not refused after its freeze")
-            wall, api, name = refused[0]
-            truth.fenced("streams_group", name, stall["client_id"], group_id=GROUP, member_id=stall["member_id"],
-                         detail=f"froze past the {SESSION_TIMEOUT_MS} ms streams session timeout; first refused "
-                                f"request after the resume: {api}; refusals: "
-                                + ", ".join(f"{a} {e}" for a, e in sorted(Counter(r[1:] for r in refused))),
-                         t=round(wall - truth.t0_wall, 3))
+            fenced_after_freeze(truth, log, "streams_group", GROUP, stall,
+                                f"the {SESSION_TIMEOUT_MS} ms streams session timeout")
     tasks: dict[str, list[dict]] = {}
     for e in sorted((e for p in programs for e in p.events if e["what"] == "tasks"), key=lambda e: e["wall"]):
         tasks.setdefault(e["client_id"], []).append({"t": round(e["wall"] - truth.t0_wall, 3), "wall": e["wall"],
