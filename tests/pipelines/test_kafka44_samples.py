@@ -362,6 +362,26 @@ def test_the_frozen_streams_instance_is_fenced_once_for_its_session_timeout(stre
                                        f"{want['error_name']}."), row["explanation"]
 
 
+@pytest.mark.own_run  # `kafkatap report` opens its own run
+def test_kafkatap_report_explains_the_streams_fencing(spark, tmp_path):
+    """The whole `kafkatap report` on the capture, as a user runs it (the API the CLI runs): the summary counts the
+    one fencing under its cause, the table's row is the frozen member's with the error its client saw and an
+    explanation that names its silence, and the dashboard draws it."""
+    import kafkatap
+
+    truth = json.loads((SAMPLES / "kafka44_streams_group.truth.json").read_text())
+    (want,) = truth["fenced_epochs"]
+    done = kafkatap.report([SAMPLES / truth["capture"]], tmp_path, ports=truth["broker_ports"], spark=spark)
+    assert done.report_summary["fenced_epochs_by_cause"] == {"session_timeout": 1}
+    (row,) = kafkatap.read(done.report, "fenced_epochs").to_dict("records")
+    assert (row["kind"], row["group_id"], row["member_id"], row["client_id"], row["error_name"], row["cause"]) == (
+        "streams_group", want["group_id"], want["member_id"], want["client_id"], want["error_name"],
+        "session_timeout")
+    silence = f"sent nothing the coordinator accepted for {row['silent_s']:.1f} s"
+    assert silence in row["explanation"] and "the coordinator removed it" in row["explanation"]
+    assert silence in done.page.read_text()
+
+
 def test_streams_task_moves_are_rebalance_episodes(streams):
     """One episode per member epoch of the group: kt-st-1's first tasks (all partitions, handed at its second epoch,
     once the broker's initial rebalance delay passed: its join was the episode before, which moved nothing, so no
