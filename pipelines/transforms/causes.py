@@ -44,18 +44,23 @@ def _member_facts(rows: DataFrame, frames: DataFrame) -> DataFrame:
         F.max_by("m.timeout", F.when(F.col("m.timeout").isNotNull(), F.col("m.ts"))).alias("session_timeout_ms"),
         F.max_by("m.beat", F.when(F.col("m.beat").isNotNull(), F.col("m.ts"))).alias("heartbeat_interval_ms"),
         F.max(F.when(F.col("m.leave"), F.col("m.ts"))).alias("left_ts"))
+    # the fenced member's static instance: the row's, else the one its own frames named (KIP-848 and streams
+    # heartbeats name it `instance_id`, which `member_frames` reads and the rows' group_instance_id does not hold)
+    named = (mf.where(F.col("group_instance_id").isNotNull()).groupBy("group_id", "member_id")
+             .agg(F.max("group_instance_id").alias("named")))
+    static = (rows.where(F.col("kind").isin(MEMBER_KINDS)).join(named, ["group_id", "member_id"], "left")
+              .withColumn("instance", F.coalesce("group_instance_id", "named")).where(F.col("instance").isNotNull()))
     # the latest other member id answered for the same static instance before the fencing (`with_causes` keeps it
-    # when it came after this member's last accepted request): a JoinGroup's, or a member heartbeat's (its request
-    # names the instance `instance_id`, which `member_frames` reads)
+    # when it came after this member's last accepted request): a JoinGroup's or a member heartbeat's
     others = mf.where(F.col("group_instance_id").isNotNull() & is_ok(F.col("error_code"))
                       & F.col("api_key").isin(ApiKey.JOIN_GROUP, *MEMBER_HEARTBEATS)).alias("o")
-    took = (rows.where(F.col("kind").isin(MEMBER_KINDS) & F.col("group_instance_id").isNotNull()).alias("r")
+    took = (static.alias("r")
             .join(others, (F.col("o.group_id") == F.col("r.group_id"))
-                  & (F.col("o.group_instance_id") == F.col("r.group_instance_id"))
+                  & (F.col("o.group_instance_id") == F.col("r.instance"))
                   & (F.col("o.member_id") != F.col("r.member_id")) & (F.col("o.ts") < F.col("r.ts")))
             .groupBy(*[F.col(f"r.{c}") for c in ROW_KEY])
-            .agg(F.max_by(F.struct(F.col("o.member_id").alias("member_id"), F.col("o.ts").alias("ts")),
-                          F.col("o.ts")).alias("replaced_by")))
+            .agg(F.max_by(F.struct(F.col("o.member_id").alias("member_id"), F.col("o.ts").alias("ts"),
+                                   F.col("r.instance").alias("instance")), F.col("o.ts")).alias("replaced_by")))
     return _on_rows(facts, took, "full")
 
 
@@ -113,7 +118,7 @@ def _explanation(silent: Column) -> Column:
         .when(F.col("cause") == "replaced", F.concat(
             who, F.lit(" was replaced: "), F.coalesce(F.concat(
                 F.lit("member "), F.col("replaced_by.member_id"), F.lit(" joined as its static instance "),
-                F.col("group_instance_id"), F.lit(" at "), _at(F.col("replaced_by.ts"))),
+                F.col("replaced_by.instance"), F.lit(" at "), _at(F.col("replaced_by.ts"))),
                 F.lit("another member joined as its static instance")), F.lit("; "), refused, F.lit(".")))
         .when(F.col("cause") == "new_generation", F.concat(
             who, F.lit(" used generation "), F.col("stale_epoch").cast("string"),
