@@ -107,7 +107,8 @@ def _consumer(instance: str) -> str:
 
 def _freeze(env: Env, program: JavaClient, instance: str) -> float:
     """Stop the instance's JVM (SIGSTOP) and record it with the member id and epoch its log shows its stream thread
-    last handed (the JVM is stopped: its log is complete up to here). Returns the wall-clock time of the freeze."""
+    was last handed (the JVM is stopped: its log is complete up to here). Returns the wall-clock time of the
+    freeze."""
     program.pause()
     wall = time.time()
     _, _, member_id, epoch = [e for e in read_log(program.log).member_epochs if e[1] == _consumer(instance)][-1]
