@@ -219,3 +219,29 @@ def record(truth: Truth, requests: RequestLog, programs: list[JavaClient], group
                     truth.consumed(e["client_id"], groups[e["client_id"]], "consumer_group", e["topic"],
                                    e["partition"], off)
     return logs
+
+
+def reached_epochs(epochs: dict[str, list[dict]], log: ClientLog) -> None:
+    """Add the member ids and epochs the log's members reached to `epochs` (client id -> steps, each change once):
+    0 at every join, then what their heartbeat responses handed them."""
+    for _, cid, member_id, epoch in log.member_epochs:
+        reached = epochs.setdefault(cid, [])
+        if not reached or reached[-1] != {"member_id": member_id, "member_epoch": epoch}:
+            reached.append({"member_id": member_id, "member_epoch": epoch})
+
+
+def fenced_after_freeze(truth: Truth, log: ClientLog, kind: str, group_id: str, stall: dict[str, Any],
+                        froze_past: str) -> None:
+    """The fencing of a member frozen (SIGSTOP) at `stall` (its `client_id`, `member_id` and `wall`) until the
+    coordinator removed it, as its own log has it: the error its first refused request after the freeze was answered
+    (its heartbeat thread, resumed first, may be refused before its application thread notices anything), with
+    every refusal since in the detail; `froze_past` names the timeout it outlasted."""
+    refused = [(wall, api, name) for wall, cid, api, name in log.errors
+               if cid == stall["client_id"] and wall >= stall["wall"]]
+    if not refused:
+        raise RuntimeError(f"{stall['client_id']} was not refused after its freeze")
+    wall, api, name = refused[0]
+    truth.fenced(kind, name, stall["client_id"], group_id=group_id, member_id=stall["member_id"],
+                 detail=f"froze past {froze_past}; first refused request after the resume: {api}; refusals: "
+                        + ", ".join(f"{a} {e}" for a, e in sorted(Counter(r[1:] for r in refused))),
+                 t=round(wall - truth.t0_wall, 3))

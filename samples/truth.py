@@ -51,7 +51,8 @@ A truth file (`samples/<name>.truth.json`) is one JSON object; these keys are al
   returned it (Unix seconds), for end-to-end latency
 - `notes`: where this broker differs from Apache Kafka, as observed in this run
 
-`kind` values: `classic_group`, `consumer_group` (KIP-848), `share_group` (KIP-932), `producer`, `none` (assign()).
+`kind` values: `classic_group`, `consumer_group` (KIP-848), `streams_group` (KIP-1071), `share_group` (KIP-932),
+`producer`, `none` (assign()).
 """
 
 from __future__ import annotations
@@ -86,7 +87,7 @@ _NAMES = (
 API_NAMES: dict[int, str] = dict(enumerate(_NAMES))
 API_KEYS: dict[str, int] = {name: key for key, name in API_NAMES.items()}
 
-GROUP_KINDS = ("classic_group", "consumer_group", "share_group")
+GROUP_KINDS = ("classic_group", "consumer_group", "streams_group", "share_group")
 KINDS = (*GROUP_KINDS, "producer", "none")
 REQUIRED_KEYS = (
     "sample", "description", "synthetic", "format", "generated_by", "capture", "started_at", "broker",

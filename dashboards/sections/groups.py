@@ -19,7 +19,7 @@ from kafkatap.dashboards.fragments import (Col, Section, empty, esc_plot, fmt_fl
 from kafkatap.dashboards.load import Report
 from kafkatap.dashboards.sections.fencings import fencing_hover
 
-GROUP_KINDS = ("consumer_group", "classic_group", "share_group")
+GROUP_KINDS = ("consumer_group", "streams_group", "classic_group", "share_group")
 MAX_GROUPS = 12
 MAX_LANES = 40
 REBALANCE_LANE = "⟳ membership changes"

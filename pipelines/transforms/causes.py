@@ -5,9 +5,10 @@ it: a group member that went silent for longer than its session timeout (the coo
 left, a static member whose instance id another member took over, a member that missed the rebalance to the group's
 current generation; a producer whose transactional id a second instance initialised. For classic groups the
 generation the member is compared with is the group's (the latest one the coordinator handed to any member), not
-the member's own join. For KIP-848 groups the member's own epoch stays the comparison, and the group's epoch beside
-it is the highest member epoch the coordinator handed to any member of the group by then: heartbeat responses carry
-no group epoch, and a member's epoch reaches the group's once it has reconciled, so that is what the wire proves.
+the member's own join. For KIP-848 consumer groups and KIP-1071 streams groups (`MEMBER_EPOCH_KINDS`: the same
+member epoch rules) the member's own epoch stays the comparison, and the group's epoch beside it is the highest
+member epoch the coordinator handed to any member of the group by then: heartbeat responses carry no group epoch, and
+a member's epoch reaches the group's once it has reconciled, so that is what the wire proves.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
-from kafkatap.pipelines.transforms.common import ISO, is_ok, response_source
+from kafkatap.pipelines.transforms.common import (
+    ISO, MEMBER_EPOCH_KINDS, MEMBER_HEARTBEATS, MEMBER_KINDS, is_ok, response_source
+)
 from kafkatap.pipelines.transforms.fencers import FENCER_EPOCH, ROW_KEY
 from kafkatap.pipelines.transforms.members import (
     MISSED_HEARTBEATS, heartbeat_interval_ms, is_leave, member_frames, removed_for_silence, session_timeout_ms
@@ -24,7 +27,6 @@ from kafkatap.pipelines.transforms.members import (
 
 CAUSE = ["cause", "last_ok_ts", "silent_s", "session_timeout_ms", "heartbeat_interval_ms", "group_generation",
          "group_epoch", "explanation"]
-MEMBER_KINDS = ["classic_group", "consumer_group"]
 
 
 def _member_facts(rows: DataFrame, frames: DataFrame) -> DataFrame:
@@ -42,23 +44,29 @@ def _member_facts(rows: DataFrame, frames: DataFrame) -> DataFrame:
         F.max_by("m.timeout", F.when(F.col("m.timeout").isNotNull(), F.col("m.ts"))).alias("session_timeout_ms"),
         F.max_by("m.beat", F.when(F.col("m.beat").isNotNull(), F.col("m.ts"))).alias("heartbeat_interval_ms"),
         F.max(F.when(F.col("m.leave"), F.col("m.ts"))).alias("left_ts"))
+    # the fenced member's static instance: the row's, else the one its own frames named (KIP-848 and streams
+    # heartbeats name it `instance_id`, which `member_frames` reads and the rows' group_instance_id does not hold)
+    named = (mf.where(F.col("group_instance_id").isNotNull()).groupBy("group_id", "member_id")
+             .agg(F.max("group_instance_id").alias("named")))
+    static = (rows.where(F.col("kind").isin(MEMBER_KINDS)).join(named, ["group_id", "member_id"], "left")
+              .withColumn("instance", F.coalesce("group_instance_id", "named")).where(F.col("instance").isNotNull()))
     # the latest other member id answered for the same static instance before the fencing (`with_causes` keeps it
-    # when it came after this member's last accepted request)
+    # when it came after this member's last accepted request): a JoinGroup's or a member heartbeat's
     others = mf.where(F.col("group_instance_id").isNotNull() & is_ok(F.col("error_code"))
-                      & F.col("api_key").isin(ApiKey.JOIN_GROUP, ApiKey.CONSUMER_GROUP_HEARTBEAT)).alias("o")
-    took = (rows.where(F.col("kind").isin(MEMBER_KINDS) & F.col("group_instance_id").isNotNull()).alias("r")
+                      & F.col("api_key").isin(ApiKey.JOIN_GROUP, *MEMBER_HEARTBEATS)).alias("o")
+    took = (static.alias("r")
             .join(others, (F.col("o.group_id") == F.col("r.group_id"))
-                  & (F.col("o.group_instance_id") == F.col("r.group_instance_id"))
+                  & (F.col("o.group_instance_id") == F.col("r.instance"))
                   & (F.col("o.member_id") != F.col("r.member_id")) & (F.col("o.ts") < F.col("r.ts")))
             .groupBy(*[F.col(f"r.{c}") for c in ROW_KEY])
-            .agg(F.max_by(F.struct(F.col("o.member_id").alias("member_id"), F.col("o.ts").alias("ts")),
-                          F.col("o.ts")).alias("replaced_by")))
+            .agg(F.max_by(F.struct(F.col("o.member_id").alias("member_id"), F.col("o.ts").alias("ts"),
+                                   F.col("r.instance").alias("instance")), F.col("o.ts")).alias("replaced_by")))
     return _on_rows(facts, took, "full")
 
 
 def _group_epochs(rows: DataFrame, handed: DataFrame) -> DataFrame:
     """Per group member fencing row: the latest epoch the coordinator handed to any member of its group at or before
-    it (a classic group's generation, a KIP-848 group's epoch as far as the wire shows it), and where."""
+    it (a classic group's generation, a KIP-848 or streams group's epoch as far as the wire shows it), and where."""
     r = rows.where(F.col("kind").isin(MEMBER_KINDS)).alias("r")
     same_group = (F.col("h.kind") == F.col("r.kind")) & (F.col("h.group_id") == F.col("r.group_id"))
     pairs = r.join(handed.alias("h"), same_group & (F.col("h.ts") <= F.col("r.ts")))
@@ -110,7 +118,7 @@ def _explanation(silent: Column) -> Column:
         .when(F.col("cause") == "replaced", F.concat(
             who, F.lit(" was replaced: "), F.coalesce(F.concat(
                 F.lit("member "), F.col("replaced_by.member_id"), F.lit(" joined as its static instance "),
-                F.col("group_instance_id"), F.lit(" at "), _at(F.col("replaced_by.ts"))),
+                F.col("replaced_by.instance"), F.lit(" at "), _at(F.col("replaced_by.ts"))),
                 F.lit("another member joined as its static instance")), F.lit("; "), refused, F.lit(".")))
         .when(F.col("cause") == "new_generation", F.concat(
             who, F.lit(" used generation "), F.col("stale_epoch").cast("string"),
@@ -149,13 +157,13 @@ def _explanation(silent: Column) -> Column:
 
 def with_causes(rows: DataFrame, frames: DataFrame, handed: DataFrame) -> DataFrame:
     """Add CAUSE to fencing rows (`fenced_epochs` before its final select); classic members' `current_epoch` becomes
-    the group's generation where that is newer than the member's own; KIP-848 rows keep the member's own epoch and
-    gain the group's."""
+    the group's generation where that is newer than the member's own; KIP-848 and streams group rows keep the
+    member's own epoch and gain the group's."""
     facts = _member_facts(rows, frames)
     classic = F.col("kind") == "classic_group"
     out = (_on_rows(_on_rows(rows, facts, "left"), _group_epochs(rows, handed), "left")
            .withColumn("group_generation", F.when(classic, F.col("generation.epoch")))
-           .withColumn("group_epoch", F.when(F.col("kind") == "consumer_group", F.col("generation.epoch")))
+           .withColumn("group_epoch", F.when(F.col("kind").isin(MEMBER_EPOCH_KINDS), F.col("generation.epoch")))
            .withColumn("current_epoch_source", F.when(
                F.col("group_generation") > F.coalesce(F.col("current_epoch"), F.lit(-1)), F.col("generation.source"))
                .otherwise(F.col("current_epoch_source")))

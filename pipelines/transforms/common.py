@@ -15,6 +15,12 @@ SHARE_GROUP_APIS = [ApiKey.SHARE_GROUP_HEARTBEAT, ApiKey.SHARE_FETCH, ApiKey.SHA
 MEMBER_HEARTBEATS = [ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.STREAMS_GROUP_HEARTBEAT]
 """KIP-848 consumer and KIP-1071 streams group heartbeats: both carry the member id and epoch under the same rules
 (epoch 0 joins, -1 leaves, -2 a static member leaves; the coordinator answers the epoch it hands the member)."""
+MEMBER_EPOCH_KINDS = ["consumer_group", "streams_group"]
+"""The group kinds whose members send `MEMBER_HEARTBEATS`: each member's own epoch is what the coordinator fences it by,
+under the same rules for both."""
+MEMBER_KINDS = ["classic_group", *MEMBER_EPOCH_KINDS]
+"""The group kinds whose members the coordinator fences: classic members by the group's generation, the others by
+their member epoch."""
 
 MEMBER_FENCING = [e.name for e in (ErrorCode.FENCED_MEMBER_EPOCH, ErrorCode.STALE_MEMBER_EPOCH,
                                     ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION,

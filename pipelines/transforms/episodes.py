@@ -29,7 +29,9 @@ from pyspark.sql import functions as F
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 from kafkatap.dissect.protocol.generated.errors import ErrorCode
 from kafkatap.pipelines.intermediates import intermediate
-from kafkatap.pipelines.transforms.common import MEMBER_HEARTBEATS, is_ok, request_source, response_source
+from kafkatap.pipelines.transforms.common import (
+    MEMBER_EPOCH_KINDS, MEMBER_HEARTBEATS, is_ok, request_source, response_source
+)
 from kafkatap.pipelines.transforms.members import TASKS, member_frames, member_keys
 
 _ASSIGNED = "array<struct<topic_id:string,partitions:array<int>>>"
@@ -105,7 +107,7 @@ def classic_episodes(frames: DataFrame) -> DataFrame:
 
 
 def kip848_episodes(frames: DataFrame) -> DataFrame:
-    mf = (member_frames(frames).where(F.col("kind").isin("consumer_group", "streams_group"))
+    mf = (member_frames(frames).where(F.col("kind").isin(MEMBER_EPOCH_KINDS))
           .join(member_keys(frames), ["group_id", "member_id"]))
     # a streams member's active tasks as (subtopology, partitions): what it holds, like a consumer's topic partitions
     tasks = F.transform(F.from_json(F.get_json_object("response_json", "$.active_tasks"), TASKS),

@@ -6,7 +6,7 @@ v2 (KIP-890) every EndTxn response hands its producer the next epoch, so the cur
 instance's own EndTxn: the chain of epochs is followed back to the latest InitProducerId that handed an epoch newer
 than the one the refused request used (`fenced_by_epoch`, kept for the explanation). Group members: the first member
 handed one of the fenced member's partitions after the fenced member got it and before the fencing (`ownership`), by
-the heartbeat or SyncGroup response that took it over.
+the heartbeat or SyncGroup response that took it over (a streams member's tasks, as the partitions they read).
 Null when the capture does not show it (share sessions, leader epochs, members whose partitions nobody took).
 """
 
@@ -16,6 +16,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
+from kafkatap.pipelines.transforms.common import MEMBER_KINDS
 
 FENCER = ["fenced_by_client_id", "fenced_by_conn_id", "fenced_by_member_id", "fenced_by_ts"]
 FENCER_EPOCH = "fenced_by_epoch"
@@ -41,7 +42,7 @@ def _producer_fencers(rows: DataFrame, handed: DataFrame) -> DataFrame:
 
 
 def _member_fencers(rows: DataFrame, owned: DataFrame) -> DataFrame:
-    r = rows.where(F.col("kind").isin("classic_group", "consumer_group")).alias("r")
+    r = rows.where(F.col("kind").isin(MEMBER_KINDS)).alias("r")
     mine, theirs = owned.alias("m"), owned.alias("o")
     held = r.join(mine, (F.col("m.group_id") == F.col("r.group_id")) & (F.col("m.member_id") == F.col("r.member_id"))
                   & (F.col("m.own_start") <= F.col("r.ts")))

@@ -14,8 +14,8 @@ from pyspark.sql import functions as F
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 from kafkatap.pipelines.intermediates import intermediate
 from kafkatap.pipelines.transforms.common import (
-    MEMBER_FENCING, MEMBER_HEARTBEATS, capture_bounds, group_kinds, is_ok, nonempty, request_str, response_str,
-    with_client_host
+    MEMBER_EPOCH_KINDS, MEMBER_FENCING, MEMBER_HEARTBEATS, capture_bounds, group_kinds, is_ok, nonempty, request_str,
+    response_str, with_client_host
 )
 
 # Broker defaults (group.consumer.session.timeout.ms, session.timeout.ms): used when the capture does not show the
@@ -62,7 +62,7 @@ def member_keys(frames: DataFrame) -> DataFrame:
     """(group_id, member_id, member): who a member is to its group. A KIP-848 static member restarted under its
     group.instance.id comes back with a new member id at the epoch it left and the group does not rebalance, so its
     member is its instance id; every other member's is its member id."""
-    instance = F.when(F.first("kind").isin("consumer_group", "streams_group"), F.max("group_instance_id"))
+    instance = F.when(F.first("kind").isin(MEMBER_EPOCH_KINDS), F.max("group_instance_id"))
     return (member_frames(frames).groupBy("group_id", "member_id")
             .agg(F.coalesce(instance, F.col("member_id")).alias("member")))
 
@@ -194,7 +194,7 @@ sending nothing accepted for more than this many of its heartbeat intervals was 
 def removed_for_silence(kind: Column, error_name: Column, silent_ms: Column, session_timeout_ms: Column,
                         heartbeat_interval_ms: Column) -> Column:
     """A member refused after a silence its coordinator removes members for: longer than its session timeout (a
-    classic member's, from its JoinGroup), or a KIP-848 member refused UNKNOWN_MEMBER_ID after more than
+    classic member's, from its JoinGroup), or a KIP-848 or streams member refused UNKNOWN_MEMBER_ID after more than
     `MISSED_HEARTBEATS` heartbeat intervals."""
     return F.coalesce(F.when(kind == "classic_group", silent_ms > session_timeout_ms).otherwise(
         (error_name == "UNKNOWN_MEMBER_ID") & (silent_ms > MISSED_HEARTBEATS * heartbeat_interval_ms)), F.lit(False))

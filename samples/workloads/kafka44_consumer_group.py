@@ -10,9 +10,10 @@ errors they were answered from their NetworkClient's debug log.
 from __future__ import annotations
 
 import time
-from collections import Counter
 
-from kafkatap.samples.javaclients import LIBRARY, JavaClient, JavaClients, producing, record
+from kafkatap.samples.javaclients import (
+    LIBRARY, JavaClient, JavaClients, fenced_after_freeze, producing, reached_epochs, record
+)
 from kafkatap.samples.kafka import HEARTBEAT_MS, SESSION_TIMEOUT_MS
 from kafkatap.samples.make import Env, Spec
 
@@ -98,24 +99,13 @@ def member_id(program: JavaClient) -> str:
 def _record(env: Env, programs: list[JavaClient]) -> None:
     """The programs' JSON lines and logs into the truth; the member epochs each member reached are the ones its
     heartbeat responses handed it (the rebalance callbacks run only when its partitions change)."""
-    truth, t0 = env.truth, env.truth.t0_wall
+    truth = env.truth
     members = {p.events[0]["client_id"]: GROUP for p in programs if p.main == "GroupMember"}
     epochs: dict[str, list[dict]] = {}
     for program, log in zip(programs, record(truth, env.log, programs, members)):
-        for _, cid, member_id, epoch in log.member_epochs:
-            reached = epochs.setdefault(cid, [])
-            if not reached or reached[-1] != {"member_id": member_id, "member_epoch": epoch}:
-                reached.append({"member_id": member_id, "member_epoch": epoch})
+        reached_epochs(epochs, log)
         stall = next((e for e in program.events if e["what"] == "stall"), None)
         if stall:
-            # its heartbeat thread, resumed first, may be refused before the frozen poll loop says it resumed
-            refused = [(wall, api, name) for wall, cid, api, name in log.errors if wall >= stall["wall"]]
-            if not refused:
-                raise RuntimeError(f"{stall['client_id']} was not refused after its stall; log {program.log}")
-            wall, api, name = refused[0]
-            truth.fenced("consumer_group", name, stall["client_id"], group_id=GROUP, member_id=stall["member_id"],
-                         detail=f"froze past the {SESSION_TIMEOUT_MS} ms session timeout; first refused request "
-                                f"after the resume: {api}; refusals: "
-                                + ", ".join(f"{a} {e}" for a, e in sorted(Counter(r[1:] for r in refused))),
-                         t=round(wall - t0, 3))
+            fenced_after_freeze(truth, log, "consumer_group", GROUP, stall,
+                                f"the {SESSION_TIMEOUT_MS} ms session timeout")
     truth.doc["groups"] = [{"group_id": GROUP, "kind": "consumer_group", "member_epochs_by_member": epochs}]

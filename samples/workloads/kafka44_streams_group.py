@@ -1,7 +1,9 @@
 """KIP-1071 streams group on Apache Kafka 4.4 with Kafka Streams 4.4 (samples/java/StreamsApp.java,
 group.protocol=streams): a one-subtopology application (source `clicks`, 3 partitions -> processValues -> sink
-`clicks-upper`) runs as kt-st-1; a second instance kt-st-2 joins and takes tasks from it, then closes (leaving the
-group) and its tasks come back, while a producer writes.
+`clicks-upper`) runs as kt-st-1; a second instance kt-st-2 joins and takes tasks from it, then freezes (SIGSTOP of
+its whole JVM, heartbeat thread included) past the broker's streams session timeout while idle: the broker removes
+it and its tasks return to kt-st-1; resumed, its next StreamsGroupHeartbeat is refused, it rejoins and takes tasks
+again, then closes (leaving the group) and its tasks come back, while a producer writes.
 
 Every instance is a Java program in its own JVM; the truth is theirs: state transitions (setStateListener), the tasks
 their stream thread held (metadataForLocalThreads) and each task's processor started and closed, with wall-clock
@@ -13,7 +15,9 @@ from __future__ import annotations
 
 import time
 
-from kafkatap.samples.javaclients import LIBRARY, JavaClient, JavaClients, producing, record
+from kafkatap.samples.javaclients import (
+    LIBRARY, JavaClient, JavaClients, fenced_after_freeze, producing, reached_epochs, read_log, record
+)
 from kafkatap.samples.kafka import HEARTBEAT_MS, SESSION_TIMEOUT_MS
 from kafkatap.samples.make import Env, Spec
 
@@ -21,8 +25,9 @@ SPEC = Spec(
     name="kafka44_streams_group",
     description="Apache Kafka 4.4, Kafka Streams 4.4: streams group kt-streams44 (KIP-1071, group.protocol=streams), "
                 "topology clicks (3 partitions) -> processValues -> clicks-upper; instance kt-st-1 runs all three "
-                "tasks, kt-st-2 joins and takes some, then closes (leaving the group) and they return to kt-st-1, "
-                "while a Java producer writes.",
+                "tasks, kt-st-2 joins and takes some; kt-st-2 freezes past the 6 s streams session timeout, its tasks "
+                "return to kt-st-1; resumed, it is fenced and rejoins, takes tasks again, then closes (leaving the "
+                "group) and they return to kt-st-1, while a Java producer writes.",
     kafka_port=19443,
 )
 SOURCE, SINK, PARTITIONS, GROUP = "clicks", "clicks-upper", 3, "kt-streams44"
@@ -70,11 +75,21 @@ def run(env: Env) -> None:
         _tasks(st1, lambda active: 0 < len(active) < PARTITIONS)
         produce(15)
         _processed_all([st1, st2], 60)
+        time.sleep(1.5)  # their commits: frozen idle, kt-st-2 leaves nothing for kt-st-1 to process again
+        stalled = _freeze(env, st2, "kt-st-2")
+        _tasks(st1, lambda active: len(active) == PARTITIONS, after=stalled)
+        time.sleep(max(0.0, stalled + SESSION_TIMEOUT_MS / 1000 + 2 - time.time()))
+        st2.resume()
+        resumed = time.time()
+        truth.event(_consumer("kt-st-2"), "resumed_by_sigcont", instance="kt-st-2")
+        # refused, it rejoins and takes tasks again (from kt-st-1: its own may come back unchanged, no new event)
+        _tasks(st1, lambda active: 0 < len(active) < PARTITIONS, after=resumed)
+        produce(15)
+        _processed_all([st1, st2], 75)
+        time.sleep(1)  # their commits
         st2.stop()
         truth.event("kt-st-2", "left")
         _tasks(st1, lambda active: len(active) == PARTITIONS, after=st2.events[-1]["wall"])
-        produce(15)
-        _processed_all([st1, st2], 75)
         time.sleep(1)  # the last commit
         st1.stop()
         truth.event("kt-st-1", "left")
@@ -83,6 +98,23 @@ def run(env: Env) -> None:
         for program in programs:
             program.kill()
     _record(env, programs)
+
+
+def _consumer(instance: str) -> str:
+    """The client id of an instance's stream thread's consumer: the group member."""
+    return f"{instance}-StreamThread-1-consumer"
+
+
+def _freeze(env: Env, program: JavaClient, instance: str) -> float:
+    """Stop the instance's JVM (SIGSTOP) and record it with the member id and epoch its log shows its stream thread
+    was last handed (the JVM is stopped: its log is complete up to here). Returns the wall-clock time of the
+    freeze."""
+    program.pause()
+    wall = time.time()
+    _, _, member_id, epoch = [e for e in read_log(program.log).member_epochs if e[1] == _consumer(instance)][-1]
+    env.truth.event(_consumer(instance), "stalled_by_sigstop", instance=instance, member_id=member_id,
+                    member_epoch=epoch, wall=wall)
+    return wall
 
 
 def _tasks(program: JavaClient, holds, after: float = 0.0) -> dict:
@@ -106,14 +138,16 @@ def _processed_all(programs: list[JavaClient], n: int) -> None:
 
 def _record(env: Env, programs: list[JavaClient]) -> None:
     """The programs' JSON lines and logs into the truth, and the streams group: each member's epochs as its
-    heartbeat responses handed them, and each instance's task assignments in order."""
+    heartbeat responses handed them, each instance's task assignments in order, and the fencing of the frozen
+    instance's member with the error its own log shows its first refused request after the freeze was answered."""
     truth = env.truth
+    stalls = [e for e in truth.doc["events"] if e["what"] == "stalled_by_sigstop"]
     epochs: dict[str, list[dict]] = {}
     for log in record(truth, env.log, programs, {}):
-        for _, cid, member_id, epoch in log.member_epochs:
-            reached = epochs.setdefault(cid, [])
-            if not reached or reached[-1] != {"member_id": member_id, "member_epoch": epoch}:
-                reached.append({"member_id": member_id, "member_epoch": epoch})
+        reached_epochs(epochs, log)
+        for stall in (s for s in stalls if any(cid == s["client_id"] for _, cid, _, _ in log.member_epochs)):
+            fenced_after_freeze(truth, log, "streams_group", GROUP, stall,
+                                f"the {SESSION_TIMEOUT_MS} ms streams session timeout")
     tasks: dict[str, list[dict]] = {}
     for e in sorted((e for p in programs for e in p.events if e["what"] == "tasks"), key=lambda e: e["wall"]):
         tasks.setdefault(e["client_id"], []).append({"t": round(e["wall"] - truth.t0_wall, 3), "wall": e["wall"],

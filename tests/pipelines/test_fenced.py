@@ -13,7 +13,7 @@ from tests.support.dissected_rows import assert_frames_equal, batch, frame, t, t
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
-CGH, INIT, END_TXN, PRODUCE, JOIN, HB, COMMIT, LEAVE, ADD_PARTS = 68, 22, 26, 0, 11, 12, 8, 13, 24
+CGH, INIT, END_TXN, PRODUCE, JOIN, HB, COMMIT, LEAVE, ADD_PARTS, SGH = 68, 22, 26, 0, 11, 12, 8, 13, 24, 88
 
 
 def fenced(spark, frames, batches=()):
@@ -305,6 +305,36 @@ def test_a_kip848_fencing_names_the_group_epoch_beside_the_member_epoch(spark):
     (r,) = [r for r in run(spark, stale) if not r["inferred"]]
     assert (r["cause"], r["stale_epoch"], r["current_epoch"], r["group_epoch"]) == ("stale_epoch", 3, 4, 6)
     assert "used epoch 3 after the coordinator had handed it 4 (the group at epoch 6); its" in r["explanation"]
+
+
+@pytest.mark.parametrize("api_key, api_name, kind", [(CGH, "ConsumerGroupHeartbeat", "consumer_group"),
+                                                     (SGH, "StreamsGroupHeartbeat", "streams_group")])
+def test_kip848_and_streams_members_are_explained_under_the_same_rules(spark, api_key, api_name, kind):
+    """A streams group member (KIP-1071) is fenced by its member epoch as a KIP-848 consumer is: removed after its
+    heartbeat intervals of silence, behind the epoch handed to it, or replaced as a static member by another member
+    whose heartbeats name the same `instance_id` (the dissector's group_instance_id column does not hold it)."""
+    def hb(ts, member, epoch, answered=None, instance=None, **values):
+        response = {"member_id": member, "member_epoch": answered, "heartbeat_interval_ms": 1000} if answered else {}
+        return frame(api_key, api_name, ts, correlation_id=int(ts * 10), group_id="g", member_id=member,
+                     member_epoch=epoch, response_member_epoch=answered, response=response,
+                     request={"instance_id": instance} if instance else None, **values)
+
+    silent = [hb(1, "m1", 0, 3), hb(2, "m1", 3, 3), hb(3, "m2", 0, 4), hb(4, "m2", 4, 5), hb(8.5, "m2", 5, 5),
+              hb(9, "m1", 3, None, error_code=25, error_name="UNKNOWN_MEMBER_ID")]
+    (r,) = run(spark, silent)
+    assert (r["kind"], r["cause"], r["silent_s"], r["heartbeat_interval_ms"], r["group_epoch"]) == (
+        kind, "session_timeout", 7.0, 1000, 5)
+    assert f"the coordinator removed it and the group went on to epoch 5; its {api_name} at " in r["explanation"]
+    stale = [hb(1, "m1", 0, 3), hb(2, "m1", 3, 4), hb(2.5, "m2", 0, 6),
+             hb(3, "m1", 3, None, error_code=110, error_name="FENCED_MEMBER_EPOCH")]
+    (r,) = [r for r in run(spark, stale) if not r["inferred"]]
+    assert (r["kind"], r["cause"], r["stale_epoch"], r["current_epoch"], r["group_epoch"]) == (
+        kind, "stale_epoch", 3, 4, 6)
+    replaced = [hb(1, "m1", 0, 3, "i-1"), hb(2, "m1", 3, 3, "i-1"), hb(3, "m2", 0, 4, "i-1"),
+                hb(3.5, "m1", 3, None, "i-1", error_code=110, error_name="FENCED_MEMBER_EPOCH")]
+    (r,) = [r for r in run(spark, replaced) if not r["inferred"]]
+    assert (r["kind"], r["cause"]) == (kind, "replaced")
+    assert "was replaced: member m2 joined as its static instance i-1 at 2026-01-01T00:00:03" in r["explanation"]
 
 
 def test_a_refusal_the_capture_does_not_explain_says_so(spark):

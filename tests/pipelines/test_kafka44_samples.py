@@ -21,6 +21,7 @@ from tests.support.dissected_rows import rows
 from kafkatap.pipelines.transforms.fenced import fenced_epochs
 from kafkatap.pipelines.transforms.members import members
 from kafkatap.pipelines.transforms.rebalances import rebalances
+from kafkatap.samples.kafka import HEARTBEAT_MS, SESSION_TIMEOUT_MS
 from tests.support.paths import SAMPLES
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -264,15 +265,24 @@ def streams(spark, tmp_path_factory) -> tuple[dict, dict[str, list[dict]]]:
 
 def _streams_members(truth: dict) -> dict[str, dict]:
     """Per Streams instance (kt-st-1, kt-st-2): its stream thread's member id, the member epochs its heartbeat
-    responses handed it and the partitions of the active tasks it reported, in order."""
+    responses handed it, the partitions of the active tasks it reported, in order, and the same per life of its
+    member (`lives`: split where the member was fenced, when it was; its member id stays, KIP-1082)."""
     (group,) = truth["groups"]
     out = {}
     for instance, tasks in group["tasks_by_instance"].items():
         steps = group["member_epochs_by_member"][f"{instance}-StreamThread-1-consumer"]
+        fenced = [f["t"] for f in truth["fenced_epochs"] if f["client_id"] == f"{instance}-StreamThread-1-consumer"]
+        bounds = [float("-inf"), *fenced, float("inf")]
         out[instance] = {"member_id": steps[0]["member_id"],
                          "epochs": [s["member_epoch"] for s in steps if s["member_epoch"] > 0],
-                         "held": [sorted(p for ps in t["active"].values() for p in ps) for t in tasks]}
+                         "held": [_partitions(t) for t in tasks],
+                         "lives": [[_partitions(t) for t in tasks if start <= t["t"] < end]
+                                   for start, end in zip(bounds, bounds[1:])]}
     return out
+
+
+def _partitions(tasks: dict) -> list[str]:
+    return sorted(p for ps in tasks["active"].values() for p in ps)
 
 
 def test_a_streams_group_is_its_own_kind_with_both_instances(streams):
@@ -283,18 +293,26 @@ def test_a_streams_group_is_its_own_kind_with_both_instances(streams):
 
 
 def test_streams_members_have_the_instances_epochs_tasks_and_leaves(streams):
-    """Each instance's stream thread is one member life: joined once, the member epochs it was handed, the partitions
-    of the tasks it held (gained, lost, last) as the instance itself reported them, and its leave on close."""
+    """Each life of an instance's stream thread's member is a row: joined once, the member epochs it was handed, the
+    partitions of the tasks it held (gained, lost, last) as the instance itself reported them, and how it ended: the
+    frozen instance's first life expired (refused with the error its client saw), every last life left on close."""
     truth, tables = streams
+    errors = {f["member_id"]: f["error_name"] for f in truth["fenced_epochs"]}
     for instance, want in _streams_members(truth).items():
-        (row,) = [m for m in tables["members"] if m["member_id"] == want["member_id"]]
-        held = [h for h in want["held"] if h]  # an instance running with no task yet holds nothing
-        gained = sorted({p for before, now in zip([[]] + held, held) for p in set(now) - set(before)})
-        lost = sorted({p for before, now in zip(held, held[1:]) for p in set(before) - set(now)})
-        assert (row["kind"], row["client_id"], row["joins"], row["ended"], row["end_error"]) == (
-            "streams_group", f"{instance}-StreamThread-1-consumer", 1, "left", None)
-        assert row["member_epochs"] == want["epochs"]
-        assert (row["partitions_gained"], row["partitions_lost"], row["final_assignment"]) == (gained, lost, held[-1])
+        lives = sorted((m for m in tables["members"] if m["member_id"] == want["member_id"]),
+                       key=lambda m: m["incarnation"])
+        assert len(lives) == len(want["lives"]) == 1 + (want["member_id"] in errors)
+        assert [e for row in lives for e in row["member_epochs"]] == want["epochs"]
+        for row, reported in zip(lives, want["lives"]):
+            held = [h for h in reported if h]  # an instance running with no task yet holds nothing
+            gained = sorted({p for before, now in zip([[]] + held, held) for p in set(now) - set(before)})
+            lost = sorted({p for before, now in zip(held, held[1:]) for p in set(before) - set(now)})
+            last = row is lives[-1]
+            assert (row["kind"], row["client_id"], row["joins"], row["ended"], row["end_error"]) == (
+                "streams_group", f"{instance}-StreamThread-1-consumer", 1, "left" if last else "expired",
+                None if last else errors[want["member_id"]])
+            assert (row["partitions_gained"], row["partitions_lost"], row["final_assignment"]) == (
+                gained, lost, held[-1])
 
 
 def test_streams_epoch_events_are_the_epochs_each_member_was_handed(streams):
@@ -306,17 +324,71 @@ def test_streams_epoch_events_are_the_epochs_each_member_was_handed(streams):
         assert [e["epoch"] for e in got] == want["epochs"]
 
 
-def test_a_streams_group_without_fencing_reports_none(streams):
+def test_the_frozen_streams_instance_is_fenced_once_for_its_session_timeout(streams):
+    """kt-st-2's JVM frozen (SIGSTOP) past the broker's streams session timeout: the broker removed its member, gave
+    its task to kt-st-1 and refused its next StreamsGroupHeartbeat. One fencing, the one its client logged, explained
+    by its silence: longer than the heartbeat intervals its heartbeats were answered (the session timeout is a broker
+    setting, not on the wire), the group gone on to a newer epoch, the task's new owner as its fencer."""
     truth, tables = streams
-    assert truth["fenced_epochs"] == []
-    assert [f for f in tables["fenced"] if f["group_id"] == "kt-streams44"] == []
+    (stall,) = _events(truth, "stalled_by_sigstop")
+    (resumed,) = _events(truth, "resumed_by_sigcont")
+    (want,) = truth["fenced_epochs"]
+    (row,) = [f for f in tables["fenced"] if f["group_id"] == "kt-streams44"]
+    assert (row["kind"], row["member_id"], row["client_id"], row["error_name"], row["api_name"], row["inferred"]) == (
+        "streams_group", stall["member_id"], want["client_id"], want["error_name"], "StreamsGroupHeartbeat", False)
+    assert (row["stale_epoch"], row["requests"]) == (stall["member_epoch"], 1)
+    assert abs(_wall(row["ts"]) - (datetime.fromisoformat(truth["started_at"]).timestamp() + want["t"])) < 0.5
+    assert row["cause"] == "session_timeout"
+    frozen = resumed["wall"] - stall["wall"]
+    beat = HEARTBEAT_MS / 1000
+    assert frozen <= row["silent_s"] <= frozen + beat + 0.5, (frozen, row["silent_s"])
+    assert (row["session_timeout_ms"], row["heartbeat_interval_ms"]) == (None, HEARTBEAT_MS)
+    # the broker bumped the group's epoch removing it, before the epoch the member rejoined at
+    steps = [s["member_epoch"] for s in truth["groups"][0]["member_epochs_by_member"][want["client_id"]]]
+    rejoined = steps[steps.index(0, 1) + 1]
+    assert stall["member_epoch"] < row["group_epoch"] < rejoined
+    # the instance that reported the frozen one's task as its own between the freeze and the fencing
+    (lost,) = {p for t in truth["groups"][0]["tasks_by_instance"][stall["instance"]] if t["t"] < stall["t"]
+               for p in _partitions(t)}
+    takers = {i for i, tasks in truth["groups"][0]["tasks_by_instance"].items() for t in tasks
+              if i != stall["instance"] and stall["t"] < t["t"] < want["t"] and lost in _partitions(t)}
+    assert [row["fenced_by_client_id"]] == [f"{i}-StreamThread-1-consumer" for i in takers]
+    assert row["explanation"].startswith(
+        f"{want['client_id']} (member {stall['member_id']}) sent nothing the coordinator accepted for "
+        f"{row['silent_s']:.1f} s after "), row["explanation"]
+    assert f"of its heartbeat intervals ({beat:.1f} s" in row["explanation"]
+    assert "the coordinator removed it" in row["explanation"]
+    assert row["explanation"].endswith(f"its StreamsGroupHeartbeat at {row['ts']} was refused "
+                                       f"{want['error_name']}."), row["explanation"]
+
+
+@pytest.mark.own_run  # `kafkatap report` opens its own run
+def test_kafkatap_report_explains_the_streams_fencing(spark, tmp_path):
+    """The whole `kafkatap report` on the capture, as a user runs it (the API the CLI runs): the summary counts the
+    one fencing under its cause, the table's row is the frozen member's with the error its client saw and an
+    explanation that names its silence, and the dashboard draws it."""
+    import kafkatap
+
+    truth = json.loads((SAMPLES / "kafka44_streams_group.truth.json").read_text())
+    (want,) = truth["fenced_epochs"]
+    done = kafkatap.report([SAMPLES / truth["capture"]], tmp_path, ports=truth["broker_ports"], spark=spark)
+    assert done.report_summary["fenced_epochs_by_cause"] == {"session_timeout": 1}
+    (row,) = kafkatap.read(done.report, "fenced_epochs").to_dict("records")
+    assert (row["kind"], row["group_id"], row["member_id"], row["client_id"], row["error_name"], row["cause"]) == (
+        "streams_group", want["group_id"], want["member_id"], want["client_id"], want["error_name"],
+        "session_timeout")
+    silence = f"sent nothing the coordinator accepted for {row['silent_s']:.1f} s"
+    assert silence in row["explanation"] and "the coordinator removed it" in row["explanation"]
+    assert silence in done.page.read_text()
 
 
 def test_streams_task_moves_are_rebalance_episodes(streams):
     """One episode per member epoch of the group: kt-st-1's first tasks (all partitions, handed at its second epoch,
     once the broker's initial rebalance delay passed: its join was the episode before, which moved nothing, so no
     trigger is seen in this one); kt-st-2 joining takes a task from kt-st-1 (triggered by its join, the task's
-    partition moved); closing, it leaves and the task returns (triggered by its leave)."""
+    partition moved); frozen past its session, it is removed and the task returns (triggered by its expiry); resumed,
+    it rejoins under the same member id and takes a task again; closing, it leaves and the task returns (triggered by
+    its leave)."""
     truth, tables = streams
     members = _streams_members(truth)
     joiner = members["kt-st-2"]["member_id"]
@@ -324,6 +396,13 @@ def test_streams_task_moves_are_rebalance_episodes(streams):
                       key=lambda r: _wall(r["start_ts"]))
     assert {r["kind"] for r in episodes} == {"streams_group"}
     assert [r["generation_or_epoch"] for r in episodes] == members["kt-st-1"]["epochs"]
-    first, taken = members["kt-st-1"]["held"][0], members["kt-st-2"]["held"][-1]
+    first = members["kt-st-1"]["held"][0]
+    taken, again = ([h for h in life if h][-1] for life in members["kt-st-2"]["lives"])
     moves = [(r["trigger"], r["trigger_member_id"], r["moved_partitions"]) for r in episodes if r["partitions_moved"]]
-    assert moves == [("unknown", None, first), ("member_joined", joiner, taken), ("member_left", joiner, taken)]
+    assert moves == [("unknown", None, first), ("member_joined", joiner, taken), ("member_expired", joiner, taken),
+                     ("member_joined", joiner, again), ("member_left", joiner, again)]
+    (expiry,) = [r for r in episodes if r["trigger"] == "member_expired"]
+    (stall,) = _events(truth, "stalled_by_sigstop")
+    (resumed,) = _events(truth, "resumed_by_sigcont")
+    assert expiry["members_left"] == [joiner]
+    assert stall["wall"] + SESSION_TIMEOUT_MS / 1000 - 1 <= _wall(expiry["start_ts"]) <= resumed["wall"]

@@ -177,8 +177,10 @@ def test_make_kafka44_cluster_restart_from_scratch(tmp_path) -> None:
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("dumpcap") is None, reason="dumpcap not installed")
 def test_make_kafka44_streams_group_from_scratch(tmp_path) -> None:
-    """Kafka Streams 4.4 in a KIP-1071 streams group (~40 s): the second instance takes a task from the first and
-    gives it back when it closes; every record is processed; the broker and every JVM are gone afterwards."""
+    """Kafka Streams 4.4 in a KIP-1071 streams group (~45 s): the second instance takes a task from the first, loses
+    it when frozen past the streams session timeout, is fenced when resumed, rejoins under the same member id and
+    takes a task again, and gives it back when it closes; every record is processed once; the broker and every JVM
+    are gone afterwards."""
     from kafkatap.samples.brokers import port_is_free
     from kafkatap.samples.make import make
     from kafkatap.samples.workloads.kafka44_streams_group import PARTITIONS, SPEC
@@ -190,11 +192,21 @@ def test_make_kafka44_streams_group_from_scratch(tmp_path) -> None:
     (group,) = doc["groups"]
     assert group["kind"] == "streams_group"
     tasks = group["tasks_by_instance"]
-    assert [len(t["active"]) for t in tasks["kt-st-1"]] in ([PARTITIONS, 2, PARTITIONS], [PARTITIONS, 1, PARTITIONS])
+    # all, shared with kt-st-2, all while kt-st-2 is frozen, shared again once it rejoined, all once it left
+    held = [len(t["active"]) for t in tasks["kt-st-1"]]
+    assert held[::2] == [PARTITIONS] * 3 and len(held) == 5 and all(0 < n < PARTITIONS for n in held[1::2])
     assert any(t["active"] for t in tasks["kt-st-2"])
     epochs = group["member_epochs_by_member"]
     assert set(epochs) == {"kt-st-1-StreamThread-1-consumer", "kt-st-2-StreamThread-1-consumer"}
     assert all(e[0]["member_epoch"] == 0 and e[-1]["member_epoch"] > 0 for e in epochs.values())
+    (stall,) = [e for e in doc["events"] if e["what"] == "stalled_by_sigstop"]
+    (fenced,) = doc["fenced_epochs"]
+    assert (fenced["kind"], fenced["client_id"], fenced["member_id"]) == (
+        "streams_group", "kt-st-2-StreamThread-1-consumer", stall["member_id"])
+    assert fenced["error_name"] in ("UNKNOWN_MEMBER_ID", "FENCED_MEMBER_EPOCH")
+    # refused, it rejoined at epoch 0 under the same member id
+    assert [s["member_epoch"] for s in epochs[fenced["client_id"]]].count(0) == 2
+    assert {s["member_id"] for s in epochs[fenced["client_id"]]} == {stall["member_id"]}
     processed = {(e["partition"], e["offset"]) for e in doc["events"] if e["what"] == "processed"}
     assert len(processed) == sum(p["records"] for p in doc["produced"] if p["client_id"] == "kt-producer") == 75
     assert sum(p["records"] for p in doc["produced"] if p["topic"] == "clicks-upper") == 75  # each written once
