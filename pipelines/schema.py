@@ -264,25 +264,27 @@ FENCED_EPOCHS = table(
            "Why, where the wire shows it: `session_timeout` (the member sent nothing the coordinator accepted for "
            "longer than its session timeout: it was removed), `left` (it had left the group), `replaced` (another "
            "member took over its static instance id), `new_generation` (a classic member that missed the rebalance "
-           "to the group's generation), `stale_epoch` (a KIP-848 member behind the epoch handed to it), "
+           "to the group's generation), `stale_epoch` (a KIP-848 or streams group member behind the epoch handed to "
+           "it), "
            "`new_instance` (a second producer initialised the same transactional id); null when the capture does "
            "not show it, and for inferred rows."),
     column("last_ok_ts", TS, "Group members: the member's last request the coordinator accepted before this one."),
     column("silent_s", pa.float64(), "Group members: seconds from `last_ok_ts` to the rejected request."),
     column("session_timeout_ms", pa.int64(),
-           "Classic members: the session timeout of the member's latest JoinGroup before the fencing (KIP-848 "
-           "members' is a broker setting, not on the wire: null)."),
+           "Classic members: the session timeout of the member's latest JoinGroup before the fencing (KIP-848 and "
+           "streams group members' is a broker setting, not on the wire: null)."),
     column("heartbeat_interval_ms", pa.int64(),
-           "KIP-848 members: the heartbeat interval the coordinator last answered the member; a member refused "
-           "UNKNOWN_MEMBER_ID after more than two intervals without an accepted request was removed for it."),
+           "KIP-848 and streams group members: the heartbeat interval the coordinator last answered the member; a "
+           "member refused UNKNOWN_MEMBER_ID after more than two intervals without an accepted request was removed "
+           "for it."),
     column("group_generation", pa.int32(),
            "Classic groups: the group's latest generation, handed to any member, at the time of the rejected "
            "request."),
     column("group_epoch", pa.int32(),
-           "KIP-848 groups: the highest member epoch the coordinator had handed to any member of the group at the "
-           "time of the rejected request. Heartbeat responses carry no group epoch; a member's epoch reaches the "
-           "group's once it has reconciled, so this is the group epoch as far as the wire proves it (a lower "
-           "bound)."),
+           "KIP-848 and streams groups: the highest member epoch the coordinator had handed to any member of the "
+           "group at the time of the rejected request. Heartbeat responses carry no group epoch; a member's epoch "
+           "reaches the group's once it has reconciled, so this is the group epoch as far as the wire proves it (a "
+           "lower bound)."),
     column("explanation", pa.string(), "The row in one sentence: who, what it did, what the coordinator did; for a "
            "row without a `cause`, what was refused and that the capture does not show why."),
 )
