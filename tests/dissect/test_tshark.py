@@ -2,6 +2,9 @@
 
 For each sample whose clients stay within the versions tshark 4.0 decodes (truth `tshark_comparable`, i.e. kafka-python
 with api_version=(2, 5)), the set of (client port, api_key, api_version, correlation_id, error_code) is identical.
+tshark reads the headers of every api and version, so on the real Apache Kafka 4.4 samples (Java clients, KRaft
+quorum and replication traffic, api versions tshark cannot decode the bodies of) every request's (client port,
+broker port, api_key, api_version, correlation_id) is compared.
 
 Error codes: tshark lists every error field of a response (`kafka.error`, in wire order); our `error_code` is the
 top-level one if non-zero, else the first non-zero nested one. The comparable tshark value is therefore the first
@@ -35,15 +38,19 @@ def _comparable() -> list[str]:
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark not installed")]
 
 
-def tshark_messages(capture: Path, ports: list[int]) -> set[tuple]:
-    """(client_port, api_key, api_version, correlation_id, error) per request tshark decoded, from its PDML."""
+def _packets(capture: Path, ports: list[int]):
+    """tshark's PDML packets of the capture, with the broker ports decoded as Kafka."""
     args = ["tshark", "-r", str(capture), "-T", "pdml"]
     for port in ports:
         args += ["-d", f"tcp.port=={port},kafka"]
-    pdml = subprocess.run(args, check=True, capture_output=True).stdout
+    return ET.fromstring(subprocess.run(args, check=True, capture_output=True).stdout).iter("packet")
+
+
+def tshark_messages(capture: Path, ports: list[int]) -> set[tuple]:
+    """(client_port, api_key, api_version, correlation_id, error) per request tshark decoded, from its PDML."""
     requests: dict[tuple[int, int], tuple[int, int]] = {}
     errors: dict[tuple[int, int], int | None] = {}
-    for packet in ET.fromstring(pdml).iter("packet"):
+    for packet in _packets(capture, ports):
         tcp = next(p for p in packet.iter("proto") if p.get("name") == "tcp")
         sport = int(next(f.get("show") for f in tcp.iter("field") if f.get("name") == "tcp.srcport"))
         dport = int(next(f.get("show") for f in tcp.iter("field") if f.get("name") == "tcp.dstport"))
@@ -78,3 +85,33 @@ def test_same_messages_as_tshark(name: str, tmp_path: Path) -> None:
         ours.add((port, row["api_key"], row["api_version"], row["correlation_id"], err))
     assert theirs, "tshark decoded nothing"
     assert ours == theirs
+
+
+def tshark_requests(capture: Path, ports: list[int]) -> set[tuple]:
+    """(client_port, broker_port, api_key, api_version, correlation_id) per request header tshark found."""
+    out = set()
+    for packet in _packets(capture, ports):
+        tcp = next(p for p in packet.iter("proto") if p.get("name") == "tcp")
+        show = {f.get("name"): f.get("show") for f in tcp.iter("field")}
+        for pdu in (p for p in packet.iter("proto") if p.get("name") == "kafka"):
+            names = {f.get("name"): f.get("show") for f in pdu.iter("field")}
+            if "kafka.request_frame" in names or "kafka.response.version" in names or "kafka.api_key" not in names:
+                continue  # a response, or a fragment tshark could not place
+            out.add((int(show["tcp.srcport"]), int(show["tcp.dstport"]), int(names["kafka.api_key"]),
+                     int(names["kafka.api_version"]), int(names["kafka.correlation_id"])))
+    return out
+
+
+REAL_BROKER = sorted(p.name.removesuffix(".truth.json") for p in SAMPLES.glob("kafka44_*.truth.json"))
+
+
+@pytest.mark.parametrize("name", REAL_BROKER)
+def test_same_request_headers_as_tshark_on_the_real_broker(name: str, tmp_path: Path) -> None:
+    truth = json.loads((SAMPLES / f"{name}.truth.json").read_text())
+    capture = SAMPLES / truth["capture"]
+    dissect_captures([str(capture)], str(tmp_path), ports=truth["broker_ports"])
+    ours = {(int(r["client_addr"].rsplit(":", 1)[1]), int(r["broker_addr"].rsplit(":", 1)[1]), r["api_key"],
+             r["api_version"], r["correlation_id"])
+            for r in pq.read_table(tmp_path / "frames").to_pylist() if r["ts_request"] is not None}
+    theirs = tshark_requests(capture, truth["broker_ports"])
+    assert len(theirs) > 50 and ours == theirs
