@@ -28,18 +28,18 @@ from __future__ import annotations
 
 from kafkatap.dissect import native
 from kafkatap.dissect.errors import DecodeError
-from kafkatap.dissect.records import split
+from kafkatap.dissect.records import batch_headers
 from kafkatap.dissect.records.batch import Batch
 from kafkatap.dissect.records.compression import DEFAULT_MAX_DECOMPRESSED
 from kafkatap.dissect.records.record import Record
 
-_compiled = native.extension("kafkatap.dissect.records._split")
+_compiled = native.extension("kafkatap.dissect.records._batch_headers")
 
 
 def split_batches(data: bytes | bytearray | memoryview, max_decompressed: int = DEFAULT_MAX_DECOMPRESSED
                   ) -> tuple[list[Batch], int, DecodeError | None]:
-    """split.split_batches, or its compiled twin (_split.pyx) when the compiled core runs."""
-    return native.pick(split.split_batches, _compiled)(data, max_decompressed)
+    """batch_headers.split_batches, or its compiled twin (_batch_headers.pyx) when the compiled core runs."""
+    return native.pick(batch_headers.split_batches, _compiled)(data, max_decompressed)
 
 
 __all__ = ["Batch", "DEFAULT_MAX_DECOMPRESSED", "Record", "split_batches"]

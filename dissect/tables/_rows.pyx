@@ -17,7 +17,7 @@ from kafkatap.dissect.protocol import error_name
 from kafkatap.dissect.protocol.generated.errors import ERRORS
 from kafkatap.dissect.protocol.generated import APIS
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
-from kafkatap.dissect.records import _split
+from kafkatap.dissect.records import _batch_headers
 from kafkatap.dissect.records.batch import CONTROL, Batch
 from kafkatap.dissect.tables import rows as reference  # it imports this: names defined after that are read per call
 from kafkatap.dissect.tables.frames_row import NO_ENTITIES
@@ -27,7 +27,7 @@ cdef tuple _NO_ENTITIES = NO_ENTITIES
 cdef int _PRODUCE = ApiKey.PRODUCE, _FETCH = ApiKey.FETCH
 cdef frozenset _FETCHES = reference.FETCHES
 cdef dict _ERRORS = ERRORS
-cdef object _split_batches = _split.split_batches
+cdef object _split_batches = _batch_headers.split_batches
 # Positions in the tuples read here, from the NamedTuples that declare them (read as tuples: no attribute lookup)
 cdef Py_ssize_t _JSON = Body._fields.index("json"), _FOUND = Body._fields.index("found")
 cdef Py_ssize_t _TOP = Body._fields.index("top")

@@ -1,5 +1,6 @@
-"""The compiled batch splitter (_split.pyx) against split.split_batches: the same batches, partial bytes and error
-for every golden batch file, for runs of them, and for damaged copies (flips, cuts, absurd lengths, bad magic)."""
+"""The compiled batch splitter (_batch_headers.pyx) against batch_headers.split_batches: the same batches, partial
+bytes and error for every golden batch file, for runs of them, and for damaged copies (flips, cuts, absurd lengths, bad
+magic)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,10 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from kafkatap.dissect import native
 from kafkatap.dissect.errors import DecodeError
-from kafkatap.dissect.records import split
+from kafkatap.dissect.records import batch_headers
 from tests.support import paths
 
-compiled = native.extension("kafkatap.dissect.records._split")
+compiled = native.extension("kafkatap.dissect.records._batch_headers")
 pytestmark = pytest.mark.skipif(compiled is None, reason="the compiled core is not built (pure-Python run)")
 GOLDEN = [p.read_bytes() for p in sorted((paths.DATA / "records").glob("*.bin"))]
 
@@ -46,7 +47,7 @@ def test_golden_batches_and_damaged_copies() -> None:
                 buf[at:at + 1] = bytes([rnd.choice((0, 1, 2, 3, 255))])
             corpus.append(bytes(buf))
     for data in corpus:
-        assert outcome(compiled.split_batches, data) == outcome(split.split_batches, data), data[:40]
+        assert outcome(compiled.split_batches, data) == outcome(batch_headers.split_batches, data), data[:40]
 
 
 @pytest.mark.parametrize("by_table", [False, True], ids=["cpu", "table"])
@@ -70,4 +71,4 @@ def test_crc_ok_on_both_sides_of_the_cut_over(value_size: int) -> None:
         bad = bytearray(data)
         bad[at] ^= 0x40
         got = outcome(compiled.split_batches, bytes(bad))
-        assert got == outcome(split.split_batches, bytes(bad)) and got[0][0][8] is False
+        assert got == outcome(batch_headers.split_batches, bytes(bad)) and got[0][0][8] is False

@@ -1,5 +1,5 @@
 # cython: language_level=3, boundscheck=True, wraparound=False
-"""Compiled twin of split.split_batches: magic 2 batch headers read in a C loop, every read checked against the
+"""Compiled twin of batch_headers.split_batches: magic 2 batch headers read in a C loop, every read checked against the
 data's length; legacy (magic 0/1) messages go through legacy_batch as in the pure-Python function, and data that is
 not `bytes` through the pure-Python function itself.
 
@@ -13,7 +13,7 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 
 from kafkatap.dissect.errors import DecodeError
-from kafkatap.dissect.records import compression, split
+from kafkatap.dissect.records import batch_headers, compression
 from kafkatap.dissect.records.batch import Batch
 from kafkatap.dissect.records.legacy import MIN_SIZE, legacy_batch
 from kafkatap.dissect.records.record_batch import CRC_START, HEADER_SIZE
@@ -111,7 +111,7 @@ cdef inline int64_t _be(const uint8_t* b, int n):
 
 def split_batches(data, max_decompressed=compression.DEFAULT_MAX_DECOMPRESSED):
     if type(data) is not bytes:
-        return split.split_batches(data, max_decompressed)
+        return batch_headers.split_batches(data, max_decompressed)
     cdef const uint8_t* b = <const uint8_t*> PyBytes_AS_STRING(data)
     cdef Py_ssize_t n = PyBytes_GET_SIZE(data), pos = 0, left, size
     cdef int64_t length

@@ -1,4 +1,6 @@
-"""Splitting record data (a Produce request's or a Fetch response's `records` bytes) into batches, headers only."""
+"""Splitting record data (a Produce request's or a Fetch response's `records` bytes) into batches, headers only.
+
+Named for what it reads, a batch's headers: `split` alone means a capture file's byte ranges (`packets/splits.py`)."""
 
 from __future__ import annotations
 
