@@ -63,33 +63,36 @@ def java_options() -> str:
     return f"-XX:+RecordDynamicDumpInfo {quiet}"
 
 
+def _array(gateway, cls, *items):
+    """A Java array of `cls` holding items."""
+    out = gateway.new_array(cls, len(items))
+    for i, item in enumerate(items):
+        out[i] = item
+    return out
+
+
 def dump(spark: "SparkSession") -> None:
     """Dump the archive from this process's recording JVM, once, after a complete run. Written beside and renamed,
     so a run that starts meanwhile (or a second one dumping) never maps half a file; a failure only costs the gain."""
     if not _recording:
         return
     path = _recording.pop()
-    jvm = spark.sparkContext._jvm
-    gateway = spark.sparkContext._gateway
+    jvm, gateway = spark.sparkContext._jvm, spark.sparkContext._gateway
     partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        def array(cls, *items):
-            out = gateway.new_array(cls, len(items))
-            for i, item in enumerate(items):
-                out[i] = item
-            return out
-
         # Through MBeanServer's public interface: py4j looks methods up on the server's own class, which Java's
         # modules keep out of reach
         for_name = jvm.java.lang.Class.forName
-        invoke = for_name("javax.management.MBeanServer").getMethod("invoke", array(
-            jvm.java.lang.Class, for_name("javax.management.ObjectName"), for_name("java.lang.String"),
+        invoke = for_name("javax.management.MBeanServer").getMethod("invoke", _array(
+            gateway, jvm.java.lang.Class, for_name("javax.management.ObjectName"), for_name("java.lang.String"),
             for_name("[Ljava.lang.Object;"), for_name("[Ljava.lang.String;")))
-        command = array(jvm.java.lang.String, "dynamic_dump", str(partial))
-        invoke.invoke(jvm.java.lang.management.ManagementFactory.getPlatformMBeanServer(), array(
-            jvm.java.lang.Object, jvm.javax.management.ObjectName("com.sun.management:type=DiagnosticCommand"),
-            "vmCds", array(jvm.java.lang.Object, command), array(jvm.java.lang.String, "[Ljava.lang.String;")))
+        command = _array(gateway, jvm.java.lang.String, "dynamic_dump", str(partial))
+        params = _array(gateway, jvm.java.lang.Object, command)
+        signature = _array(gateway, jvm.java.lang.String, "[Ljava.lang.String;")
+        invoke.invoke(jvm.java.lang.management.ManagementFactory.getPlatformMBeanServer(), _array(
+            gateway, jvm.java.lang.Object, jvm.javax.management.ObjectName("com.sun.management:type=DiagnosticCommand"),
+            "vmCds", params, signature))
         if partial.exists():
             os.replace(partial, path)
     except Exception as exc:  # noqa: BLE001 - the archive only saves time: the run itself succeeded
