@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from datetime import datetime
 
+import pyarrow.parquet as pq
 import pytest
 
 from kafkatap.pipelines.report import read_inputs
@@ -406,3 +407,28 @@ def test_streams_task_moves_are_rebalance_episodes(streams):
     (resumed,) = _events(truth, "resumed_by_sigcont")
     assert expiry["members_left"] == [joiner]
     assert stall["wall"] + SESSION_TIMEOUT_MS / 1000 - 1 <= _wall(expiry["start_ts"]) <= resumed["wall"]
+
+
+REAL_BROKER = sorted(p.name.removesuffix(".truth.json") for p in SAMPLES.glob("kafka44_*.truth.json"))
+
+
+@pytest.mark.own_run  # `kafkatap report` opens its own run
+@pytest.mark.parametrize("sample", REAL_BROKER)
+def test_kafkatap_report_holds_the_clients_truth(spark, tmp_path, sample):
+    """`kafkatap report` on each real-broker capture, as a user runs it (the API the CLI runs): the records the
+    producers had acknowledged, the fencings and the duplicate deliveries the clients saw are the report's, in its
+    summary and in its tables."""
+    import kafkatap
+
+    truth = json.loads((SAMPLES / f"{sample}.truth.json").read_text())
+    done = kafkatap.report([SAMPLES / truth["capture"]], tmp_path, ports=truth["broker_ports"], spark=spark)
+    summary = done.report_summary
+    assert summary["produced_records"] == sum(truth["produced_by_partition"].values())
+    assert summary["duplicate_records"] == {k: v for k, v in truth["duplicate_records"].items() if v}
+    keys = ("kind", "group_id", "transactional_id", "member_id", "producer_id", "error_name", "client_id")
+    fenced = [r for r in pq.read_table(done.report / "fenced_epochs").to_pylist()
+              if r["kind"] != "partition_leader"]  # a leader change, checked against the client's log elsewhere
+    assert sorted(tuple(r[k] for k in keys) for r in fenced) == sorted(
+        tuple(f[k] for k in keys) for f in truth["fenced_epochs"])
+    assert all(r["cause"] for r in fenced if not r["inferred"])  # each fencing explained
+    assert done.page.exists()
