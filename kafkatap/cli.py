@@ -12,7 +12,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "report": ("kafkatap.report_cli", "dissect, analyze and chart captures in one go (DIR/dashboard.html)"),
     "capture": ("kafkatap.capture.cli", "capture live broker traffic to rotating pcapng files"),
     "dissect": ("kafkatap.dissect_cli", "turn pcap/pcapng captures into Parquet frames (on Spark with --master)"),
-    "analyze": ("kafkatap.pipelines.submit.analyze", "run every PySpark pipeline over dissected frames"),
+    "analyze": ("kafkatap.pipelines.cli", "run every PySpark pipeline over dissected frames"),
     "dashboard": ("kafkatap.dashboards.cli", "write the self-contained HTML dashboard of a report"),
     "samples": ("kafkatap.samples.cli", "regenerate the bundled sample captures and their ground truth"),
     "demo": ("kafkatap.demo", "dissect, analyze and chart the bundled sample end to end"),

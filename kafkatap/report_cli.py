@@ -24,7 +24,7 @@ from kafkatap.dissect.stop import stop_on_signal
 from kafkatap.dissect.tables import publish
 from kafkatap.pipelines.launch import log_path
 from kafkatap.pipelines.report import JOBS
-from kafkatap.pipelines.submit.analyze import window_arg
+from kafkatap.pipelines.cli import window_arg
 
 
 def parser() -> errors.ArgumentParser:

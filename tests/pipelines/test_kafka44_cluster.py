@@ -46,7 +46,7 @@ def dissected(truth, tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def report(spark, dissected) -> Path:
     """The whole `kafkatap analyze`, as a user runs it on the capture."""
-    from kafkatap.pipelines.submit import analyze
+    from kafkatap.pipelines import cli as analyze
 
     out = dissected.parent / "report"
     assert analyze.main([str(dissected), "-o", str(out)]) == 0

@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 
 from kafkatap.pipelines import schema
 from kafkatap.pipelines.intermediates import once_per_run
-from kafkatap.pipelines.submit import analyze
+from kafkatap.pipelines import cli as analyze
 from kafkatap.pipelines.transforms.duplicates.table import duplicate_deliveries
 from kafkatap.pipelines.transforms.fenced import fenced_epochs
 from kafkatap.pipelines.transforms.members import member_spans, members
