@@ -37,6 +37,9 @@ def test_every_compiled_module_is_known() -> None:
     sources = {str(p.relative_to(ROOT).with_suffix("")).replace("/", ".") for p in ROOT.glob("*/**/*.pyx")
                if not p.relative_to(ROOT).parts[0].startswith(".") and p.relative_to(ROOT).parts[0] != "build"}
     assert {f"kafkatap.{s}" for s in sources} == set(native.EXTENSIONS)
+    pure_mode = {str(p.relative_to(ROOT).with_suffix("")).replace("/", ".") for p in ROOT.glob("*/**/*.pxd")
+                 if p.with_suffix(".py").exists() and p.relative_to(ROOT).parts[0] not in ("build", ".venv")}
+    assert {f"kafkatap.{s}" for s in pure_mode} == set(native.COMPILED_SOURCES)
 
 
 @pytest.mark.slow
