@@ -30,7 +30,7 @@ from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 from kafkatap.dissect.protocol.generated.errors import ErrorCode
 from kafkatap.pipelines.intermediates import intermediate
 from kafkatap.pipelines.transforms.common import (
-    MEMBER_EPOCH_KINDS, MEMBER_HEARTBEATS, is_ok, request_source, response_source
+    MEMBER_EPOCH_KINDS, MEMBER_HEARTBEATS, is_ok, request_source, response_source, response_str
 )
 from kafkatap.pipelines.transforms.members import TASKS, member_frames, member_keys
 
@@ -74,7 +74,7 @@ def classic_episodes(frames: DataFrame) -> DataFrame:
     ok = is_ok(F.col("error_code"))
     joined = (mf.where((F.col("api_key") == ApiKey.JOIN_GROUP) & ok)
               .select("group_id", "member_id", F.coalesce(
-                  F.get_json_object("response_json", "$.generation_id").cast("int"), "generation_id").alias("gen"),
+                  response_str("$.generation_id").cast("int"), "generation_id").alias("gen"),
                       F.coalesce("ts_response", "ts_request").alias("ts"), _response_at().alias("evidence")))
     synced = (mf.where((F.col("api_key") == ApiKey.SYNC_GROUP) & ok)
               .select("group_id", "member_id", F.col("generation_id").alias("gen"),
@@ -110,13 +110,13 @@ def kip848_episodes(frames: DataFrame) -> DataFrame:
     mf = (member_frames(frames).where(F.col("kind").isin(MEMBER_EPOCH_KINDS))
           .join(member_keys(frames), ["group_id", "member_id"]))
     # a streams member's active tasks as (subtopology, partitions): what it holds, like a consumer's topic partitions
-    tasks = F.transform(F.from_json(F.get_json_object("response_json", "$.active_tasks"), TASKS),
+    tasks = F.transform(F.from_json(response_str("$.active_tasks"), TASKS),
                         lambda t: F.struct(t["subtopology_id"].alias("topic_id"), t["partitions"].alias("partitions")))
     hb = (mf.where(F.col("api_key").isin(MEMBER_HEARTBEATS) & is_ok(F.col("error_code"))
                    & (F.col("response_member_epoch") > 0))
           .select("kind", "group_id", "member", "member_id", F.col("response_member_epoch").alias("epoch"),
                   F.coalesce("ts_response", "ts_request").alias("ts"), _response_at().alias("evidence"),
-                  F.coalesce(F.from_json(F.get_json_object("response_json", "$.assignment.topic_partitions"),
+                  F.coalesce(F.from_json(response_str("$.assignment.topic_partitions"),
                                          _ASSIGNED), tasks).alias("assigned")))
     held = F.array_sort(F.flatten(F.transform("assigned", lambda tp: F.transform(
         tp["partitions"], lambda p: F.concat_ws(":", tp["topic_id"], p.cast("string"))))))
