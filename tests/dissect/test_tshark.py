@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from kafkatap.dissect.run import dissect_captures
-from tests.support.paths import SAMPLES
+from tests.support.paths import REAL_BROKER_SAMPLES, SAMPLES
 
 
 def _comparable() -> list[str]:
@@ -102,10 +102,7 @@ def tshark_requests(capture: Path, ports: list[int]) -> set[tuple]:
     return out
 
 
-REAL_BROKER = sorted(p.name.removesuffix(".truth.json") for p in SAMPLES.glob("kafka44_*.truth.json"))
-
-
-@pytest.mark.parametrize("name", REAL_BROKER)
+@pytest.mark.parametrize("name", REAL_BROKER_SAMPLES)
 def test_same_request_headers_as_tshark_on_the_real_broker(name: str, tmp_path: Path) -> None:
     truth = json.loads((SAMPLES / f"{name}.truth.json").read_text())
     capture = SAMPLES / truth["capture"]

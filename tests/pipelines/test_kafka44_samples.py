@@ -23,7 +23,7 @@ from kafkatap.pipelines.transforms.fenced import fenced_epochs
 from kafkatap.pipelines.transforms.members import members
 from kafkatap.pipelines.transforms.rebalances import rebalances
 from kafkatap.samples.kafka import HEARTBEAT_MS, SESSION_TIMEOUT_MS
-from tests.support.paths import SAMPLES
+from tests.support.paths import REAL_BROKER_SAMPLES, SAMPLES
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 CALLBACKS = ("partitions_assigned", "partitions_revoked", "partitions_lost")
@@ -409,11 +409,8 @@ def test_streams_task_moves_are_rebalance_episodes(streams):
     assert stall["wall"] + SESSION_TIMEOUT_MS / 1000 - 1 <= _wall(expiry["start_ts"]) <= resumed["wall"]
 
 
-REAL_BROKER = sorted(p.name.removesuffix(".truth.json") for p in SAMPLES.glob("kafka44_*.truth.json"))
-
-
 @pytest.mark.own_run  # `kafkatap report` opens its own run
-@pytest.mark.parametrize("sample", REAL_BROKER)
+@pytest.mark.parametrize("sample", REAL_BROKER_SAMPLES)
 def test_kafkatap_report_holds_the_clients_truth(spark, tmp_path, sample):
     """`kafkatap report` on each real-broker capture, as a user runs it (the API the CLI runs): the records the
     producers had acknowledged, the fencings and the duplicate deliveries the clients saw are the report's, in its

@@ -11,5 +11,7 @@ SCHEMAS_DOC = DOCS / "schemas.md"
 ARCHITECTURE_DOC = DOCS / "architecture.md"
 PYPROJECT = ROOT / "pyproject.toml"
 SAMPLES = ROOT / "samples"
+REAL_BROKER_SAMPLES = sorted(p.name.removesuffix(".truth.json") for p in SAMPLES.glob("kafka44_*.truth.json"))
+"""The samples recorded on Apache Kafka 4.4 with its Java clients."""
 DATA = ROOT / "tests" / "data"
 GOLDEN = ROOT / "tests" / "golden"
