@@ -8,11 +8,14 @@ topic creation) are reachable: confluent-kafka's Python API exposes none of them
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import glob
 import os
+import random
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -44,6 +47,37 @@ def wait_for_port(port: int, timeout: float = 15.0) -> None:
                 return
         time.sleep(0.05)
     raise TimeoutError(f"nothing listening on 127.0.0.1:{port} after {timeout}s")
+
+
+# Ports handed to servers started later (brokers, Spark daemons) come from here: below the kernel's ephemeral range
+# (32768-60999 on Linux), so no other process's outgoing connection can take one between the choice and the server's
+# bind (kernel-picked ports can be taken: CI saw a 3-node cluster die of "Address already in use"), and away from the
+# fixed ports of the samples (19xxx) and of the live tests (29xxx).
+SERVER_PORTS = range(20000, 29000)
+_reserved: list[int] = []  # lock files held for the process's life: its ports stay out of other processes' picks
+
+
+def free_ports(n: int) -> list[int]:
+    """n ports that can be bound on 127.0.0.1 now, reserved for this process (an flock on a file per port, released
+    when it exits) so that parallel test workers never choose the same one."""
+    folder = Path(tempfile.gettempdir()) / "kafkatap-ports"
+    folder.mkdir(exist_ok=True)
+    chosen: list[int] = []
+    for port in random.sample(SERVER_PORTS, len(SERVER_PORTS)):
+        fd = os.open(folder / str(port), os.O_CREAT | os.O_RDWR, 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # another process holds it
+            os.close(fd)
+            continue
+        if not port_is_free(port):
+            os.close(fd)
+            continue
+        _reserved.append(fd)
+        chosen.append(port)
+        if len(chosen) == n:
+            return chosen
+    raise RuntimeError(f"fewer than {n} free ports in {SERVER_PORTS} on 127.0.0.1")
 
 
 def port_is_free(port: int) -> bool:

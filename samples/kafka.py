@@ -14,14 +14,13 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import time
 import uuid
 from collections import Counter
 from pathlib import Path
 
-from kafkatap.samples.brokers import port_is_free
+from kafkatap.samples.brokers import free_ports, port_is_free
 
 VERSION = "4.4.0"
 ROOT = Path(__file__).resolve().parent.parent
@@ -46,18 +45,6 @@ def lib_dir() -> Path:
 
 def classpath(*extra: Path) -> str:
     return os.pathsep.join([*map(str, extra), str(lib_dir() / "*")])
-
-
-def free_ports(n: int) -> list[int]:
-    """n ports free on 127.0.0.1 right now (the kernel picks them; a race with other users is possible but rare)."""
-    socks = [socket.socket() for _ in range(n)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 def node_properties(node_id: int, port: int, controller_port: int, voters: str, data: Path, nodes: int,
@@ -204,6 +191,15 @@ class Kafka:
     def mark(self) -> None:
         """From now on `requests_by_client` counts (a capture starts: what the nodes did before is not in it)."""
         self._marks = [log.stat().st_size if log.exists() else 0 for log in self.logs]
+
+    def wait_for_line(self, text: str, timeout: float) -> None:
+        """Until a node's log has a line containing `text`: what a coordinator decided, where it says so (a harness
+        that only sleeps past a timeout races the coordinator's timer on a loaded machine)."""
+        deadline = time.monotonic() + timeout
+        while not any(text in log.read_text(errors="replace") for log in self.logs if log.exists()):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no node logged {text!r} within {timeout} s; logs: {self.logs}")
+            time.sleep(0.2)
 
     def requests_by_client(self, listeners: tuple[str, ...] = ("PLAINTEXT",)) -> Counter:
         """{(client_id, api_key): requests} every node completed on `listeners` since `mark` (with `request_log`:

@@ -64,7 +64,8 @@ def run(env: Env) -> None:
         produce(8)
         stall = m3.wait_for("stall", WAIT)  # the program stopped itself (SIGSTOP) before committing
         truth.event("kt-j-3", "stalled_by_sigstop", member_id=stall["member_id"])
-        time.sleep(SESSION_TIMEOUT_MS / 1000 + 2)
+        kafka.wait_for_line(f"Member {stall['member_id']} fenced from the group because the member session expired",
+                            SESSION_TIMEOUT_MS / 1000 + WAIT)
         produce(8)
         m3.resume()
         truth.event("kt-j-3", "resumed_by_sigcont")

@@ -12,7 +12,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -22,9 +21,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from kafkatap.dissect.tables.schema import FRAMES
-
 from kafkatap.dissect.run import dissect_captures
+from kafkatap.dissect.tables.schema import FRAMES
+from kafkatap.samples.brokers import free_ports
 from tests.support.cli import assert_one_clean_line, run_cli
 from tests.support.disks import tmpfs
 from tests.support.paths import SAMPLES
@@ -44,13 +43,6 @@ def dissected(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def analyze(*args: str | Path, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     return run_cli("analyze", *map(str, args), cwd=cwd, env=env)
-
-
-def free_port() -> int:
-    """A local port nothing listens on (bound, then released)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_bad_arguments_are_usage_errors(dissected: Path, tmp_path: Path) -> None:
@@ -110,7 +102,7 @@ def test_without_java_it_says_how_to_get_it(dissected: Path, tmp_path: Path) -> 
 
 @pytest.mark.spark  # needs Java, though it starts no JVM
 def test_a_master_nobody_listens_on_fails_at_once(dissected: Path, tmp_path: Path) -> None:
-    master = f"spark://127.0.0.1:{free_port()}"
+    master = f"spark://127.0.0.1:{free_ports(1)[0]}"
     started = time.monotonic()
     result = analyze(dissected, "-o", "report", "--master", master, cwd=tmp_path)
     assert_one_clean_line(result, 1, f"Spark did not start (no Spark master answers at {master})")

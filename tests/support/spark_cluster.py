@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import stat
 import subprocess
 import sys
@@ -23,15 +22,11 @@ from pathlib import Path
 
 from pyspark.find_spark_home import _find_spark_home
 
+from kafkatap.samples.brokers import free_ports
+
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
 STOP_TIMEOUT_S = 30.0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def client_env(**extra: str) -> dict[str, str]:
@@ -124,7 +119,7 @@ def standalone(root: Path, workers: int = 2, cores: int = 1, memory: str = "1g",
     and stopped at its end."""
     for folder in ("logs", "local", "conf"):
         (root / folder).mkdir(parents=True, exist_ok=True)
-    port, ui_port = free_port(), free_port()
+    port, ui_port, *worker_ui_ports = free_ports(2 + workers)
     cluster = Cluster(f"spark://127.0.0.1:{port}", f"http://127.0.0.1:{ui_port}", root)
     # Small daemons (they only coordinate), executors' scratch under root, no conf from the user's SPARK_CONF_DIR.
     env = client_env(SPARK_DAEMON_MEMORY="256m", SPARK_LOCAL_DIRS=str(root / "local"),
@@ -135,7 +130,7 @@ def standalone(root: Path, workers: int = 2, cores: int = 1, memory: str = "1g",
         for i in range(workers):
             (root / f"work-{i}").mkdir(exist_ok=True)
             _daemon(cluster, f"worker-{i}", [WORKER_CLASS, "--cores", str(cores), "--memory", memory,
-                                             "--host", "127.0.0.1", "--webui-port", str(free_port()),
+                                             "--host", "127.0.0.1", "--webui-port", str(worker_ui_ports[i]),
                                              "--work-dir", str(root / f"work-{i}"), cluster.master], env)
         _wait_for_workers(cluster, workers, timeout)
         yield cluster
