@@ -23,11 +23,14 @@ def spark_schema(schema: pa.Schema) -> StructType:
 def conform(df: DataFrame, schema: pa.Schema) -> DataFrame:
     """Select exactly the declared columns, cast to the declared types; a missing or extra column is a bug, not data."""
     struct = spark_schema(schema)
-    missing = [f.name for f in struct if f.name not in df.columns]
-    extra = [c for c in df.columns if c not in struct.fieldNames()]
+    types = {f.name: f.dataType for f in df.schema}
+    missing = [f.name for f in struct if f.name not in types]
+    extra = [name for name in types if name not in struct.fieldNames()]
     if missing or extra:
         raise ValueError(f"columns do not match the declared schema: missing {missing}, extra {extra}")
-    return df.select([F.col(f.name).cast(f.dataType).alias(f.name) for f in struct])
+    # A cast to a DataType is several calls into the JVM (a column of the declared type needs none)
+    return df.select([F.col(f.name) if types[f.name] == f.dataType else F.col(f.name).cast(f.dataType).alias(f.name)
+                      for f in struct])
 
 
 def _hadoop_path(spark: SparkSession, uri: str):  # -> (FileSystem, Path) JVM objects
