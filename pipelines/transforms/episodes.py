@@ -32,7 +32,7 @@ from kafkatap.pipelines.intermediates import intermediate
 from kafkatap.pipelines.transforms.common import (
     MEMBER_EPOCH_KINDS, MEMBER_HEARTBEATS, is_ok, request_source, response_source, response_str
 )
-from kafkatap.pipelines.transforms.members import TASKS, member_frames, member_keys
+from kafkatap.pipelines.transforms.members import member_frames, member_keys
 
 _ASSIGNED = "array<struct<topic_id:string,partitions:array<int>>>"
 _MEMBERS = "map<string,string>"
@@ -110,8 +110,8 @@ def kip848_episodes(frames: DataFrame) -> DataFrame:
     mf = (member_frames(frames).where(F.col("kind").isin(MEMBER_EPOCH_KINDS))
           .join(member_keys(frames), ["group_id", "member_id"]))
     # a streams member's active tasks as (subtopology, partitions): what it holds, like a consumer's topic partitions
-    tasks = F.transform(F.from_json(response_str("$.active_tasks"), TASKS),
-                        lambda t: F.struct(t["subtopology_id"].alias("topic_id"), t["partitions"].alias("partitions")))
+    tasks = F.transform("active_tasks", lambda t: F.struct(t["subtopology_id"].alias("topic_id"),
+                                                           t["partitions"].alias("partitions")))
     hb = (mf.where(F.col("api_key").isin(MEMBER_HEARTBEATS) & is_ok(F.col("error_code"))
                    & (F.col("response_member_epoch") > 0))
           .select("kind", "group_id", "member", "member_id", F.col("response_member_epoch").alias("epoch"),

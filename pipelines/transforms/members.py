@@ -41,7 +41,8 @@ def member_frames(frames: DataFrame) -> DataFrame:
     """Coordinator frames of consumer-group members (commits included: a refused commit can be how a member learns
     it was fenced), with the member id the broker answered where it assigned one, and the static instance id of
     KIP-848 and streams group members too (their heartbeats name it `instance_id`, so the dissector's column misses
-    it)."""
+    it), and a streams member's active tasks as its heartbeat response lists them (decoded once, for its assignments
+    and its rebalance episodes)."""
     member = F.coalesce(F.when(F.col("api_key").isin(ApiKey.JOIN_GROUP, *MEMBER_HEARTBEATS),
                                nonempty(response_str("$.member_id"))),
                         nonempty(F.col("member_id")), nonempty(request_str("$.members[0].member_id")))
@@ -53,6 +54,8 @@ def member_frames(frames: DataFrame) -> DataFrame:
                                          *MEMBER_HEARTBEATS, ApiKey.OFFSET_COMMIT))
             .withColumn("member_id", member).where(F.col("member_id").isNotNull())
             .withColumn("group_instance_id", instance)
+            .withColumn("active_tasks", F.when(F.col("api_key") == ApiKey.STREAMS_GROUP_HEARTBEAT,
+                                               F.from_json(response_str("$.active_tasks"), TASKS)))
             .join(kinds.where(F.col("kind") != "share_group"), "group_id", "inner")
             .withColumn("ts", F.coalesce("ts_request", "ts_response")))
 
@@ -101,8 +104,8 @@ def _task_assignments(mf: DataFrame, keys: list[str]) -> DataFrame:
             .alias("topic"))
         .distinct())
     tasks = (mf.where(streams & is_ok(F.col("error_code")))
-             .withColumn("t", F.from_json(response_str("$.active_tasks"), TASKS)).where(F.col("t").isNotNull())
-             .select(*keys, "ts", F.explode_outer("t").alias("task"))
+             .where(F.col("active_tasks").isNotNull())
+             .select(*keys, "ts", F.explode_outer("active_tasks").alias("task"))
              .select(*keys, "ts", F.col("task.subtopology_id").alias("subtopology_id"),
                      F.explode_outer("task.partitions").alias("partition"))
              .join(sources, ["group_id", "subtopology_id"], "left")
