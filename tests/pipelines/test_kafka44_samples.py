@@ -17,28 +17,42 @@ from datetime import datetime
 import pyarrow.parquet as pq
 import pytest
 
-from kafkatap.pipelines.report import read_inputs
-from tests.support.dissected_rows import rows
-from kafkatap.pipelines.transforms.fenced import fenced_epochs
-from kafkatap.pipelines.transforms.members import members
-from kafkatap.pipelines.transforms.rebalances import rebalances
+import kafkatap
+from kafkatap.api import Outputs
+from kafkatap.pipelines import schema
+from kafkatap.pipelines.storage import read_table
 from kafkatap.samples.kafka import HEARTBEAT_MS, SESSION_TIMEOUT_MS
+from tests.support.dissected_rows import rows
 from tests.support.paths import REAL_BROKER_SAMPLES, SAMPLES
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 CALLBACKS = ("partitions_assigned", "partitions_revoked", "partitions_lost")
 
 
-def _load(spark, sample: str, tmp_path_factory) -> tuple[dict, dict[str, list[dict]]]:
-    from kafkatap.dissect.run import dissect_captures
+_REPORTS: dict[str, tuple[dict, Outputs]] = {}
 
-    truth = json.loads((SAMPLES / f"{sample}.truth.json").read_text())
-    out = tmp_path_factory.mktemp(sample)
-    dissect_captures([str(SAMPLES / truth["capture"])], str(out), ports=truth["broker_ports"], records=True)
-    inp = read_inputs(spark, str(out))
-    return truth, {"rebalances": sorted(rows(rebalances(inp.frames, inp.batches)), key=lambda r: r["start_ts"]),
-                   "fenced": rows(fenced_epochs(inp.frames, inp.batches)),
-                   "members": rows(members(inp.frames, inp.batches))}
+
+def _report(spark, sample: str, tmp_path_factory) -> tuple[dict, Outputs]:
+    """The sample's truth and `kafkatap report` on its capture, as a user runs it (the API the CLI runs), once per
+    sample for the module: every test reads the tables the report wrote. Called from module fixtures only, which
+    pytest sets up before a test's own `once_per_run` block, so the report opens its own run as the CLI does."""
+    if sample not in _REPORTS:
+        truth = json.loads((SAMPLES / f"{sample}.truth.json").read_text())
+        done = kafkatap.report([SAMPLES / truth["capture"]], tmp_path_factory.mktemp(sample),
+                               ports=truth["broker_ports"], spark=spark)
+        _REPORTS[sample] = truth, done
+    return _REPORTS[sample]
+
+
+def _tables(spark, done: Outputs, **names: str) -> dict[str, list[dict]]:
+    """{key: rows} of the report's tables `names` ({key: table name}), read back through Spark."""
+    return {key: rows(read_table(spark, str(done.report), name, schema.TABLES[name])) for key, name in names.items()}
+
+
+def _load(spark, sample: str, tmp_path_factory) -> tuple[dict, dict[str, list[dict]]]:
+    truth, done = _report(spark, sample, tmp_path_factory)
+    tables = _tables(spark, done, rebalances="rebalances", fenced="fenced_epochs", members="sessions/members")
+    return truth, {**tables, "rebalances": sorted(tables["rebalances"], key=lambda r: r["start_ts"])}
 
 
 @pytest.fixture(scope="module")
@@ -167,17 +181,9 @@ def test_transactions_v2_every_fencing_names_the_second_instance(transactions):
 @pytest.fixture(scope="module")
 def share(spark, tmp_path_factory) -> tuple[dict, dict[int, dict], dict]:
     """kafka44_share_group: its truth, share_records per offset, and the summary's share counts."""
-    from kafkatap.dissect.run import dissect_captures
-    from kafkatap.pipelines.transforms.share_records import share_records
-    from kafkatap.pipelines.transforms.summary import summary
-
-    truth = json.loads((SAMPLES / "kafka44_share_group.truth.json").read_text())
-    out = tmp_path_factory.mktemp("kafka44_share_group")
-    dissect_captures([str(SAMPLES / truth["capture"])], str(out), ports=truth["broker_ports"])
-    inp = read_inputs(spark, str(out))
-    records = share_records(inp.frames, inp.share).cache()
-    counts = summary(inp.frames, inp.batches, inp.anomalies, {"share_records": records}, "1s")
-    return truth, {o: r for r in rows(records) for o in range(r["first_offset"], r["last_offset"] + 1)}, counts
+    truth, done = _report(spark, "kafka44_share_group", tmp_path_factory)
+    records = _tables(spark, done, records="share_records")["records"]
+    return truth, {o: r for r in records for o in range(r["first_offset"], r["last_offset"] + 1)}, done.report_summary
 
 
 def _deliveries(truth: dict, offset: int) -> list[tuple]:
@@ -248,20 +254,16 @@ def test_share_group_summary_counts_match_the_consumers(share):
 
 
 @pytest.fixture(scope="module")
-def streams(spark, tmp_path_factory) -> tuple[dict, dict[str, list[dict]]]:
-    """kafka44_streams_group: its truth and the session tables, with groups and epoch_events too."""
-    from kafkatap.dissect.run import dissect_captures
-    from kafkatap.pipelines.transforms.epochs import epoch_events
-    from kafkatap.pipelines.transforms.groups import groups
+def streams(spark, tmp_path_factory) -> tuple[dict, dict[str, list[dict]], Outputs]:
+    """kafka44_streams_group: its truth, the session tables with groups and epoch_events too, and the report."""
+    truth, done = _report(spark, "kafka44_streams_group", tmp_path_factory)
+    return truth, _tables(spark, done, groups="sessions/groups", members="sessions/members",
+                          epoch_events="sessions/epoch_events", fenced="fenced_epochs", rebalances="rebalances"), done
 
-    truth = json.loads((SAMPLES / "kafka44_streams_group.truth.json").read_text())
-    out = tmp_path_factory.mktemp("kafka44_streams_group")
-    dissect_captures([str(SAMPLES / truth["capture"])], str(out), ports=truth["broker_ports"], records=True)
-    inp = read_inputs(spark, str(out))
-    return truth, {"groups": rows(groups(inp.frames)), "members": rows(members(inp.frames, inp.batches)),
-                   "epoch_events": rows(epoch_events(inp.frames)),
-                   "fenced": rows(fenced_epochs(inp.frames, inp.batches)),
-                   "rebalances": rows(rebalances(inp.frames, inp.batches))}
+
+@pytest.fixture(scope="module", params=REAL_BROKER_SAMPLES)
+def reported(request, spark, tmp_path_factory) -> tuple[dict, Outputs]:
+    return _report(spark, request.param, tmp_path_factory)
 
 
 def _streams_members(truth: dict) -> dict[str, dict]:
@@ -287,7 +289,7 @@ def _partitions(tasks: dict) -> list[str]:
 
 
 def test_a_streams_group_is_its_own_kind_with_both_instances(streams):
-    truth, tables = streams
+    truth, tables, _ = streams
     (row,) = [g for g in tables["groups"] if g["group_id"] == "kt-streams44"]
     assert (row["kind"], row["joined"], row["members"]) == ("streams_group", True, 2)
     assert row["client_ids"] == sorted(f"{i}-StreamThread-1-consumer" for i in truth["groups"][0]["tasks_by_instance"])
@@ -297,7 +299,7 @@ def test_streams_members_have_the_instances_epochs_tasks_and_leaves(streams):
     """Each life of an instance's stream thread's member is a row: joined once, the member epochs it was handed, the
     partitions of the tasks it held (gained, lost, last) as the instance itself reported them, and how it ended: the
     frozen instance's first life expired (refused with the error its client saw), every last life left on close."""
-    truth, tables = streams
+    truth, tables, _ = streams
     errors = {f["member_id"]: f["error_name"] for f in truth["fenced_epochs"]}
     for instance, want in _streams_members(truth).items():
         lives = sorted((m for m in tables["members"] if m["member_id"] == want["member_id"]),
@@ -317,7 +319,7 @@ def test_streams_members_have_the_instances_epochs_tasks_and_leaves(streams):
 
 
 def test_streams_epoch_events_are_the_epochs_each_member_was_handed(streams):
-    truth, tables = streams
+    truth, tables, _ = streams
     for want in _streams_members(truth).values():
         got = sorted((e for e in tables["epoch_events"] if e["member_id"] == want["member_id"]),
                      key=lambda e: _wall(e["ts"]))
@@ -330,7 +332,7 @@ def test_the_frozen_streams_instance_is_fenced_once_for_its_session_timeout(stre
     its task to kt-st-1 and refused its next StreamsGroupHeartbeat. One fencing, the one its client logged, explained
     by its silence: longer than the heartbeat intervals its heartbeats were answered (the session timeout is a broker
     setting, not on the wire), the group gone on to a newer epoch, the task's new owner as its fencer."""
-    truth, tables = streams
+    truth, tables, _ = streams
     (stall,) = _events(truth, "stalled_by_sigstop")
     (resumed,) = _events(truth, "resumed_by_sigcont")
     (want,) = truth["fenced_epochs"]
@@ -363,16 +365,12 @@ def test_the_frozen_streams_instance_is_fenced_once_for_its_session_timeout(stre
                                        f"{want['error_name']}."), row["explanation"]
 
 
-@pytest.mark.own_run  # `kafkatap report` opens its own run
-def test_kafkatap_report_explains_the_streams_fencing(spark, tmp_path):
-    """The whole `kafkatap report` on the capture, as a user runs it (the API the CLI runs): the summary counts the
-    one fencing under its cause, the table's row is the frozen member's with the error its client saw and an
-    explanation that names its silence, and the dashboard draws it."""
-    import kafkatap
-
-    truth = json.loads((SAMPLES / "kafka44_streams_group.truth.json").read_text())
+def test_kafkatap_report_explains_the_streams_fencing(streams):
+    """The whole `kafkatap report` on the capture: the summary counts the one fencing under its cause, the table's
+    row is the frozen member's with the error its client saw and an explanation that names its silence, and the
+    dashboard draws it."""
+    truth, _, done = streams
     (want,) = truth["fenced_epochs"]
-    done = kafkatap.report([SAMPLES / truth["capture"]], tmp_path, ports=truth["broker_ports"], spark=spark)
     assert done.report_summary["fenced_epochs_by_cause"] == {"session_timeout": 1}
     (row,) = kafkatap.read(done.report, "fenced_epochs").to_dict("records")
     assert (row["kind"], row["group_id"], row["member_id"], row["client_id"], row["error_name"], row["cause"]) == (
@@ -390,7 +388,7 @@ def test_streams_task_moves_are_rebalance_episodes(streams):
     partition moved); frozen past its session, it is removed and the task returns (triggered by its expiry); resumed,
     it rejoins under the same member id and takes a task again; closing, it leaves and the task returns (triggered by
     its leave)."""
-    truth, tables = streams
+    truth, tables, _ = streams
     members = _streams_members(truth)
     joiner = members["kt-st-2"]["member_id"]
     episodes = sorted((r for r in tables["rebalances"] if r["group_id"] == "kt-streams44"),
@@ -409,16 +407,10 @@ def test_streams_task_moves_are_rebalance_episodes(streams):
     assert stall["wall"] + SESSION_TIMEOUT_MS / 1000 - 1 <= _wall(expiry["start_ts"]) <= resumed["wall"]
 
 
-@pytest.mark.own_run  # `kafkatap report` opens its own run
-@pytest.mark.parametrize("sample", REAL_BROKER_SAMPLES)
-def test_kafkatap_report_holds_the_clients_truth(spark, tmp_path, sample):
-    """`kafkatap report` on each real-broker capture, as a user runs it (the API the CLI runs): the records the
-    producers had acknowledged, the fencings and the duplicate deliveries the clients saw are the report's, in its
-    summary and in its tables."""
-    import kafkatap
-
-    truth = json.loads((SAMPLES / f"{sample}.truth.json").read_text())
-    done = kafkatap.report([SAMPLES / truth["capture"]], tmp_path, ports=truth["broker_ports"], spark=spark)
+def test_kafkatap_report_holds_the_clients_truth(reported):
+    """`kafkatap report` on each real-broker capture: the records the producers had acknowledged, the fencings and
+    the duplicate deliveries the clients saw are the report's, in its summary and in its tables."""
+    truth, done = reported
     summary = done.report_summary
     assert summary["produced_records"] == sum(truth["produced_by_partition"].values())
     assert summary["duplicate_records"] == {k: v for k, v in truth["duplicate_records"].items() if v}
