@@ -7,8 +7,11 @@ tests/dissect/packets/test_compiled.py does the same for the samples and damaged
 from __future__ import annotations
 
 import json
+import os
 import random
 import struct
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -85,3 +88,33 @@ def test_faults_and_mutations_give_the_same_output_on_both_paths(tmp_path: Path,
         assert ours.keys() == theirs.keys(), name
         for table in ours:
             assert ours[table].equals(theirs[table], check_metadata=True), (name, table)
+
+
+_PURE_RUN = """
+import json, sys
+from kafkatap.dissect import native
+from kafkatap.dissect.run import dissect_captures
+assert not native.compiled, "KAFKATAP_PURE_PYTHON did not select the pure-Python path"
+for capture, out, ports in json.loads(sys.argv[1]):
+    dissect_captures([capture], out, ports=ports, records=True, payloads=True)
+"""
+
+
+def test_every_sample_is_the_same_from_a_pure_python_process(tmp_path: Path) -> None:
+    """The pure path as a user selects it (KAFKATAP_PURE_PYTHON=1, a process of its own, so nothing the compiled
+    modules bound at import is in the way) against the compiled default, on every sample with its own ports."""
+    runs = []
+    for truth_path in sorted(SAMPLES.glob("*.truth.json")):
+        truth = json.loads(truth_path.read_text())
+        capture = SAMPLES / truth["capture"]
+        runs.append((str(capture), str(tmp_path / "pure" / capture.stem), truth["broker_ports"]))
+        dissect_captures([str(capture)], str(tmp_path / "compiled" / capture.stem), ports=truth["broker_ports"],
+                         records=True, payloads=True)
+    env = {**os.environ, native.ENV: "1"}
+    subprocess.run([sys.executable, "-c", _PURE_RUN, json.dumps(runs)], env=env, check=True, timeout=900)
+    for capture, out, _ in runs:
+        (ours, our_summary), (theirs, their_summary) = tables(Path(out)), tables(tmp_path / "compiled" / Path(out).name)
+        assert our_summary == their_summary, capture
+        assert ours.keys() == theirs.keys(), capture
+        for table in ours:
+            assert ours[table].equals(theirs[table], check_metadata=True), (capture, table)
