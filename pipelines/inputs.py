@@ -1,14 +1,18 @@
 """Is OUT a dissector output this version can analyze? Asked before any job runs: Spark reads an absent table as an
 empty one, so a wrong folder would otherwise give an empty report and exit 0.
 
-`check_local` answers for local paths before a JVM starts; `check_inputs` asks Hadoop FS, so it holds for URIs too.
+`check_local` answers for local paths before a JVM starts (pyarrow reads the frames table's schema); `check_inputs`
+asks Hadoop FS and Spark, so it holds for URIs too. Both say the same things.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from urllib.parse import urlparse
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 from py4j.protocol import Py4JJavaError
 from pyspark.errors.exceptions.captured import CapturedException
 from pyspark.sql import SparkSession
@@ -45,33 +49,56 @@ def no_such_folder(out: str) -> CommandError:
     return CommandError(f"{out} does not exist: give the folder `kafkatap dissect CAPTURE -o OUT` wrote")
 
 
-def check_local(out: str) -> None:
-    """OUT exists and is a folder, when it is on this machine."""
-    path = local_path(out)
-    if path is None:
-        return
-    if not os.path.exists(path):
-        raise no_such_folder(out)
-    if not os.path.isdir(path):
-        raise CommandError(f"{out} is not a folder: give the folder `kafkatap dissect CAPTURE -o OUT` wrote")
+def unreadable(frames: str, reason: str) -> CommandError:
+    return CommandError(f"cannot read the frames table {frames} ({reason}): dissect the capture again")
 
 
-def check_inputs(spark: SparkSession, out: str) -> None:
-    """OUT holds a frames table with every column the dissector declares."""
+def _check(out: str, has: Callable[[str], bool], columns: Callable[[str], set[str]]) -> None:
+    """OUT holds a frames table with every column the dissector declares; `has` and `columns` read where OUT is."""
     frames = join_uri(out, "frames")
-    if not exists(spark, out):
+    if not has(out):
         raise no_such_folder(out)
-    if not exists(spark, frames):
+    if not has(frames):
         raise CommandError(f"{out} is not a kafkatap dissect output: it has no frames/ table; {DISSECT_FIRST}")
-    try:
-        columns = set(spark.read.parquet(frames).columns)
-    except (Py4JJavaError, CapturedException) as exc:  # no Parquet file in it, or a corrupt one
-        raise CommandError(f"cannot read the frames table {frames} ({java_reason(exception_text(exc))}): dissect "
-                           "the capture again") from exc
-    absent = [name for name in FRAMES.names if name not in columns]
+    absent = [name for name in FRAMES.names if name not in columns(frames)]
     if absent:
         shown = ", ".join(absent[:SHOWN_COLUMNS]) + (f" and {len(absent) - SHOWN_COLUMNS} more"
                                                      if len(absent) > SHOWN_COLUMNS else "")
         raise CommandError(f"{frames} lacks {len(absent)} of the {len(FRAMES.names)} columns of the dissector's "
                            f"frames table ({shown}): it was written by another version; dissect the capture again "
                            "with this one")
+
+
+def check_local(out: str) -> None:
+    """`check_inputs` for a folder on this machine, read with pyarrow: a wrong folder costs no JVM start."""
+    path = local_path(out)
+    if path is None:
+        return
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise CommandError(f"{out} is not a folder: give the folder `kafkatap dissect CAPTURE -o OUT` wrote")
+
+    def columns(frames: str) -> set[str]:
+        # the first data file's schema, as Spark takes it (names starting with _ or . are not data)
+        folder = local_path(frames) or frames
+        files = sorted(os.path.join(root, name) for root, _, names in os.walk(folder)
+                       for name in names if not name.startswith(("_", ".")))
+        if not files:
+            raise unreadable(frames, "it holds no Parquet file")
+        try:
+            return set(pq.read_schema(files[0]).names)
+        except (pa.ArrowInvalid, OSError) as exc:
+            raise unreadable(frames, f"{files[0]} is not a Parquet file" if "magic bytes" in str(exc)
+                             else str(exc).splitlines()[0]) from exc
+
+    _check(out, lambda uri: os.path.exists(local_path(uri) or uri), columns)
+
+
+def check_inputs(spark: SparkSession, out: str) -> None:
+    """OUT holds a frames table with every column the dissector declares, asked through Hadoop FS (any URI)."""
+    def columns(frames: str) -> set[str]:
+        try:
+            return set(spark.read.parquet(frames).columns)
+        except (Py4JJavaError, CapturedException) as exc:  # no Parquet file in it, or a corrupt one
+            raise unreadable(frames, java_reason(exception_text(exc))) from exc
+
+    _check(out, lambda uri: exists(spark, uri), columns)

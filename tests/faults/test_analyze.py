@@ -23,6 +23,8 @@ import pytest
 
 from kafkatap.dissect.run import dissect_captures
 from kafkatap.dissect.tables.schema import FRAMES
+from kafkatap.errors import CommandError
+from kafkatap.pipelines.inputs import check_inputs
 from kafkatap.samples.brokers import free_ports
 from tests.support.cli import assert_one_clean_line, run_cli
 from tests.support.disks import tmpfs
@@ -76,26 +78,48 @@ def corrupt(out: Path) -> None:
     (out / "frames" / "part-00000.parquet").write_bytes(b"PAR1 but not really")
 
 
-@pytest.mark.parametrize("make,phrase", [
+def empty_frames(out: Path) -> None:
+    (out / "frames").mkdir(parents=True)
+    (out / "frames" / "_SUCCESS").write_text("")
+
+
+NOT_THE_DISSECTORS = pytest.mark.parametrize("make,phrase", [
     (no_frames, "is not a kafkatap dissect output: it has no frames/ table; run `kafkatap dissect CAPTURE -o OUT`"),
     (two_columns, f"lacks {len(FRAMES) - 2} of the {len(FRAMES)} columns of the dissector's frames table (client_addr, "
                   "broker_addr"),
     (corrupt, "is not a Parquet file"),
-], ids=["no-frames", "other-schema", "corrupt"])
-@pytest.mark.spark
-@pytest.mark.slow
+    (empty_frames, "cannot read the frames table"),
+], ids=["no-frames", "other-schema", "corrupt", "empty"])
+
+
+@NOT_THE_DISSECTORS
 def test_inputs_that_are_not_the_dissectors(make, phrase: str, tmp_path: Path) -> None:  # noqa: ANN001 - a maker
+    """A local folder is checked before the JVM starts: the answer comes at once, and Spark never ran."""
     make(tmp_path / "out")
-    result = analyze(tmp_path / "out", "-o", "report", cwd=tmp_path)
+    result = analyze(tmp_path / "out", "-o", "report", cwd=tmp_path, env=without_java())  # Spark could not start
     assert_one_clean_line(result, 1, phrase)
     assert "dissect" in result.stderr
 
 
-def test_without_java_it_says_how_to_get_it(dissected: Path, tmp_path: Path) -> None:
+@NOT_THE_DISSECTORS
+@pytest.mark.spark
+def test_inputs_that_are_not_the_dissectors_through_spark(make, phrase: str, tmp_path: Path, spark) -> None:  # noqa: ANN001
+    """The same answers through Hadoop FS and Spark, for a URI (hdfs://, s3a://; here file://) and the API."""
+    make(tmp_path / "out")
+    with pytest.raises(CommandError, match=re.escape(phrase)):
+        check_inputs(spark, (tmp_path / "out").as_uri())
+
+
+def without_java() -> dict[str, str]:
+    """This environment without JAVA_HOME and without a `java` on the PATH."""
     env = {key: value for key, value in os.environ.items() if key != "JAVA_HOME"}
     env["PATH"] = os.pathsep.join(f for f in env.get("PATH", "").split(os.pathsep) if f and
                                   not (Path(f) / "java").exists())
-    assert_one_clean_line(analyze(dissected, "-o", "report", cwd=tmp_path, env=env), 1,
+    return env
+
+
+def test_without_java_it_says_how_to_get_it(dissected: Path, tmp_path: Path) -> None:
+    assert_one_clean_line(analyze(dissected, "-o", "report", cwd=tmp_path, env=without_java()), 1,
                           "Spark needs Java 17 or newer: install it (Debian: apt-get install "
                           "openjdk-17-jre-headless) or set JAVA_HOME")
 
