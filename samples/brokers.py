@@ -64,7 +64,10 @@ def free_ports(n: int) -> list[int]:
     folder.mkdir(exist_ok=True)
     chosen: list[int] = []
     for port in random.sample(SERVER_PORTS, len(SERVER_PORTS)):
-        fd = os.open(folder / str(port), os.O_CREAT | os.O_RDWR, 0o666)
+        try:
+            fd = os.open(folder / str(port), os.O_CREAT | os.O_RDWR, 0o666)
+        except OSError:  # another user's lock file
+            continue
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:  # another process holds it
