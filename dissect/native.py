@@ -18,7 +18,7 @@ from typing import TypeVar
 
 ENV = "KAFKATAP_PURE_PYTHON"
 SAID = "KAFKATAP_NOT_BUILT_SAID"  # set once NOT_BUILT is said, so that spawned worker processes keep quiet
-EXTENSIONS = ("kafkatap.dissect.packets._frames", "kafkatap.dissect.packets._records",
+EXTENSIONS = ("kafkatap.dissect.packets._frames", "kafkatap.dissect.packets._packet_records",
               "kafkatap.dissect.records._batch_headers",
               "kafkatap.dissect.streams._conn", "kafkatap.dissect.streams._driver",
               "kafkatap.dissect.kafka._sink", "kafkatap.dissect.kafka._framing", "kafkatap.dissect.kafka._account",

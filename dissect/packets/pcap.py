@@ -1,7 +1,7 @@
 """Classic pcap files: global header, then records cut into big chunks of whole frames.
 
 One minimal loop finds record boundaries (a record's length is only known from its header): `record_offsets`, or its
-compiled twin in `_records.pyx`; everything else about the records of a chunk (timestamps, lengths) is gathered with
+compiled twin in `_packet_records.pyx`; everything else about the records of a chunk (timestamps, lengths) is gathered with
 numpy. A frame may be longer than the snaplen and longer than 65,535 bytes (loopback/GSO captures): only the bytes left
 in the file bound it.
 """
@@ -17,7 +17,7 @@ import numpy as np
 from kafkatap.dissect import native
 from kafkatap.dissect.packets import gather
 
-_records = native.extension("kafkatap.dissect.packets._records")
+_packet_records = native.extension("kafkatap.dissect.packets._packet_records")
 
 CHUNK_SIZE = 16 << 20
 """Bytes read at a time. Below glibc's largest dynamic mmap threshold (32 MiB): once the first chunk is freed, the
@@ -126,7 +126,7 @@ class PcapReader(CaptureReader):
         while True:
             buf, more = read_on(self._f, buf, need)
             n = len(buf)
-            offs, off, end = native.pick(record_offsets, _records)(buf, hl, self.endian == "<")
+            offs, off, end = native.pick(record_offsets, _packet_records)(buf, hl, self.endian == "<")
             self.buffer_end = file_pos + n
             if until is not None and file_pos + off >= until:
                 cut = int(np.searchsorted(offs, until - file_pos))

@@ -1,7 +1,7 @@
 """pcapng files: sections (either byte order), interfaces (link type, if_tsresol, if_tsoffset) and packet blocks.
 
 Packet blocks (EPB, SPB and the obsolete OPB) are located with one minimal loop per chunk, whose runs of enhanced
-packet blocks (nearly every block of a capture) go to `epb_run` or its compiled twin in `_records.pyx`; timestamps
+packet blocks (nearly every block of a capture) go to `epb_run` or its compiled twin in `_packet_records.pyx`; timestamps
 are converted to microseconds with numpy per interface. Other block types (name resolution, statistics, custom, ...)
 are skipped: they carry no packet bytes.
 """
@@ -18,7 +18,7 @@ from kafkatap.dissect.packets.arrays import distinct
 from kafkatap.dissect.packets.pcap import (CHUNK_SIZE, MAX_FRAME, Anomaly, CaptureFormatError, CaptureReader, Chunk,
                                            read_on)
 
-_records = native.extension("kafkatap.dissect.packets._records")
+_packet_records = native.extension("kafkatap.dissect.packets._packet_records")
 
 SHB = 0x0A0D0D0A
 IDB, OPB, SPB, EPB = 1, 2, 3, 6
@@ -99,7 +99,7 @@ class PcapngReader(CaptureReader):
             packets = _Packets()
             stop = False
             while off + 12 <= n:
-                off, run = native.pick(epb_run, _records)(buf, off, endian == "<", section_base,
+                off, run = native.pick(epb_run, _packet_records)(buf, off, endian == "<", section_base,
                                                           len(self.interfaces))
                 if len(run[0]) and until is not None and file_pos + int(run[0][-1]) - 28 >= until:
                     keep = int(np.searchsorted(run[0], until - file_pos + 28))

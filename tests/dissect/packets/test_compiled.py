@@ -1,4 +1,4 @@
-"""The compiled packet layer (_frames.pyx, _records.pyx) against its pure-Python reference: the same chunks from the
+"""The compiled packet layer (_frames.pyx, _packet_records.pyx) against its pure-Python reference: the same chunks from the
 readers, the same verdicts and columns from frames.frames, and the same dissector output, on every sample, on
 damaged copies of them, and on frames of every shape; native's switch picks the path in-process."""
 

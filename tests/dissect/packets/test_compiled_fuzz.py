@@ -14,7 +14,7 @@ from kafkatap.dissect.packets import frames, pcap, pcapng
 from tests.support.frames import assert_same, damage, shapes
 
 try:
-    from kafkatap.dissect.packets import _frames, _records
+    from kafkatap.dissect.packets import _frames, _packet_records
 except ImportError:
     pytestmark = pytest.mark.skip(reason="the compiled core is not built (pure-Python run)")
 
@@ -82,7 +82,7 @@ def test_record_offsets_match_python() -> None:
     for _ in range(3000):
         head, little = rnd.choice((16, 24)), rnd.random() < 0.5
         buf = records(rnd, head, little)
-        assert_same(_records.record_offsets(buf, head, little), pcap.record_offsets(buf, head, little))
+        assert_same(_packet_records.record_offsets(buf, head, little), pcap.record_offsets(buf, head, little))
 
 
 def blocks(rnd: random.Random, little: bool) -> bytes:
@@ -112,7 +112,7 @@ def test_epb_run_matches_python() -> None:
         buf = blocks(rnd, little)
         off = rnd.choice((0, 0, 0, rnd.randrange(len(buf) + 8)))
         args = (buf, off, little, rnd.choice((0, 1)), rnd.choice((0, 1, 2, 3)))
-        assert_same(_records.epb_run(*args), pcapng.epb_run(*args))
+        assert_same(_packet_records.epb_run(*args), pcapng.epb_run(*args))
 
 
 def test_pick_follows_the_switch(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,5 +1,5 @@
 # cython: boundscheck=True, wraparound=False
-"""Compiled twins of the record walks: pcap.record_offsets and pcapng.epb_run.
+"""Compiled twins of the capture files' packet record walks: pcap.record_offsets and pcapng.epb_run.
 
 A record's length is only known from its header, so these walks are one loop per record: in Python, the cost of a
 small packet's record is of the same order as all its header parsing. In C the loop waits on memory instead: where

@@ -1,4 +1,4 @@
-"""Stub of the compiled twins of pcap.record_offsets and pcapng.epb_run (_records.pyx)."""
+"""Stub of the compiled twins of pcap.record_offsets and pcapng.epb_run (_packet_records.pyx)."""
 
 import numpy as np
 
