@@ -1,8 +1,8 @@
 """Classic pcap files: global header, then records cut into big chunks of whole frames.
 
 One minimal loop finds record boundaries (a record's length is only known from its header): `record_offsets`, or its
-compiled twin in `_packet_records.pyx`; everything else about the records of a chunk (timestamps, lengths) is gathered with
-numpy. A frame may be longer than the snaplen and longer than 65,535 bytes (loopback/GSO captures): only the bytes left
+compiled twin in `_packet_records.pyx`; everything else about the records of a chunk (timestamps, lengths) is
+gathered with numpy. A frame may be longer than the snaplen and longer than 65,535 bytes (loopback/GSO captures): only the bytes left
 in the file bound it.
 """
 

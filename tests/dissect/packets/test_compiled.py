@@ -1,5 +1,5 @@
-"""The compiled packet layer (_frames.pyx, _packet_records.pyx) against its pure-Python reference: the same chunks from the
-readers, the same verdicts and columns from frames.frames, and the same dissector output, on every sample, on
+"""The compiled packet layer (_frames.pyx, _packet_records.pyx) against its pure-Python reference: the same chunks
+from the readers, the same verdicts and columns from frames.frames, and the same dissector output, on every sample, on
 damaged copies of them, and on frames of every shape; native's switch picks the path in-process."""
 
 from __future__ import annotations
