@@ -2,8 +2,8 @@
 
 One minimal loop finds record boundaries (a record's length is only known from its header): `record_offsets`, or its
 compiled twin in `_packet_records.pyx`; everything else about the records of a chunk (timestamps, lengths) is
-gathered with numpy. A frame may be longer than the snaplen and longer than 65,535 bytes (loopback/GSO captures): only the bytes left
-in the file bound it.
+gathered with numpy. A frame may be longer than the snaplen and longer than 65,535 bytes (loopback/GSO captures):
+only the bytes left in the file bound it.
 """
 
 from __future__ import annotations

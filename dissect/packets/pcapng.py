@@ -2,8 +2,8 @@
 
 Packet blocks (EPB, SPB and the obsolete OPB) are located with one minimal loop per chunk, whose runs of enhanced
 packet blocks (nearly every block of a capture) go to `epb_run` or its compiled twin in `_packet_records.pyx`;
-timestamps are converted to microseconds with numpy per interface. Other block types (name resolution, statistics, custom, ...)
-are skipped: they carry no packet bytes.
+timestamps are converted to microseconds with numpy per interface. Other block types (name resolution, statistics,
+custom, ...) are skipped: they carry no packet bytes.
 """
 
 from __future__ import annotations
