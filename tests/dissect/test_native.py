@@ -32,14 +32,22 @@ def dissect(out: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
                           timeout=300)
 
 
+def _modules(pattern: str) -> list[Path]:
+    """The project's files matching pattern, outside build/ and hidden folders (.venv)."""
+    return [p for p in ROOT.glob(pattern)
+            if not p.relative_to(ROOT).parts[0].startswith(".") and p.relative_to(ROOT).parts[0] != "build"]
+
+
+def _module_name(path: Path) -> str:
+    return "kafkatap." + str(path.relative_to(ROOT).with_suffix("")).replace("/", ".")
+
+
 def test_every_compiled_module_is_known() -> None:
-    """setup.py compiles every .pyx file; native (and so the tests' gate) must know each of them."""
-    sources = {str(p.relative_to(ROOT).with_suffix("")).replace("/", ".") for p in ROOT.glob("*/**/*.pyx")
-               if not p.relative_to(ROOT).parts[0].startswith(".") and p.relative_to(ROOT).parts[0] != "build"}
-    assert {f"kafkatap.{s}" for s in sources} == set(native.EXTENSIONS)
-    pure_mode = {str(p.relative_to(ROOT).with_suffix("")).replace("/", ".") for p in ROOT.glob("*/**/*.pxd")
-                 if p.with_suffix(".py").exists() and p.relative_to(ROOT).parts[0] not in ("build", ".venv")}
-    assert {f"kafkatap.{s}" for s in pure_mode} == set(native.COMPILED_SOURCES)
+    """setup.py compiles every .pyx file, and every .py with a .pxd of its name; native (and so the tests' gate) must
+    know each of them."""
+    assert {_module_name(p) for p in _modules("*/**/*.pyx")} == set(native.EXTENSIONS)
+    assert {_module_name(p) for p in _modules("*/**/*.pxd") if p.with_suffix(".py").exists()} == set(
+        native.COMPILED_SOURCES)
 
 
 @pytest.mark.slow
