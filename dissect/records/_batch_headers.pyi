@@ -1,4 +1,4 @@
-"""Stub of the compiled twin of split.split_batches (_batch_headers.pyx)."""
+"""Stub of the compiled twin of batch_headers.split_batches (_batch_headers.pyx)."""
 
 from kafkatap.dissect.errors import DecodeError
 from kafkatap.dissect.records.batch import Batch
