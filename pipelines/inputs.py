@@ -60,7 +60,8 @@ def _check(out: str, has: Callable[[str], bool], columns: Callable[[str], set[st
         raise no_such_folder(out)
     if not has(frames):
         raise CommandError(f"{out} is not a kafkatap dissect output: it has no frames/ table; {DISSECT_FIRST}")
-    absent = [name for name in FRAMES.names if name not in columns(frames)]
+    present = columns(frames)
+    absent = [name for name in FRAMES.names if name not in present]
     if absent:
         shown = ", ".join(absent[:SHOWN_COLUMNS]) + (f" and {len(absent) - SHOWN_COLUMNS} more"
                                                      if len(absent) > SHOWN_COLUMNS else "")

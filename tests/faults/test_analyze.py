@@ -24,6 +24,7 @@ import pytest
 from kafkatap.dissect.run import dissect_captures
 from kafkatap.dissect.tables.schema import FRAMES
 from kafkatap.errors import CommandError
+from kafkatap.pipelines import inputs
 from kafkatap.pipelines.inputs import check_inputs
 from kafkatap.samples.brokers import free_ports
 from tests.support.cli import assert_one_clean_line, run_cli
@@ -108,6 +109,22 @@ def test_inputs_that_are_not_the_dissectors_through_spark(make, phrase: str, tmp
     make(tmp_path / "out")
     with pytest.raises(CommandError, match=re.escape(phrase)):
         check_inputs(spark, (tmp_path / "out").as_uri())
+
+
+@pytest.mark.spark
+def test_a_dissect_output_is_checked_with_one_read_of_its_frames_schema(dissected: Path, spark, monkeypatch) -> None:
+    """Both checks read the frames table's schema once (a read per declared column was 36 Spark jobs more per
+    analyze)."""
+    reads = []
+    monkeypatch.setattr(inputs.pq, "read_schema", lambda path, _read=pq.read_schema: reads.append(path) or _read(path))
+    inputs.check_local(str(dissected))
+    sc = spark.sparkContext
+    sc.setJobGroup("check-inputs-test", "the input check's Spark jobs")
+    try:
+        inputs.check_inputs(spark, dissected.as_uri())
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    assert len(reads) == 1 and len(sc.statusTracker().getJobIdsForGroup("check-inputs-test")) == 1
 
 
 def without_java() -> dict[str, str]:
