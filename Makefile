@@ -22,8 +22,12 @@ demo: $(BIN)/.installed system-packages
 # so a second process fills the other core. A test file stays in one process (its module fixtures run once).
 PYTEST_ARGS ?= -n 2 --dist loadfile
 
+# The fault and fuzz tests then run again on the pure-Python dissector, in processes started as a user selects it.
+PURE_TESTS := tests/dissect/test_faults.py tests/dissect/test_fuzz.py tests/dissect/tls/test_fuzz.py
+
 test: $(BIN)/.installed system-packages kafka
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	KAFKATAP_PURE_PYTHON=1 $(BIN)/python -m pytest -q $(PURE_TESTS)
 
 system-packages:
 	@missing=""; \

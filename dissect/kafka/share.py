@@ -10,6 +10,8 @@ from collections.abc import Iterator
 
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 
+SHARE_APIS = (ApiKey.SHARE_FETCH, ApiKey.SHARE_ACKNOWLEDGE)
+"""The apis whose messages give share/ rows."""
 ACK_TYPES = {0: "gap", 1: "accept", 2: "release", 3: "reject", 4: "renew"}
 
 

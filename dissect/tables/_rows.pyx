@@ -8,25 +8,28 @@ written, goes to the pure-Python function. The fields of Rows they read are C st
 
 from kafkatap.dissect.kafka._found cimport Found
 from kafkatap.dissect.kafka._state cimport ConnState, Request, Response
-from kafkatap.dissect.tables._batches cimport batch_rows as _batch_rows
+from kafkatap.dissect.tables.batch_row cimport batch_rows as _batch_rows
 from kafkatap.dissect.tables._columns cimport add as _add, extend as _extend
 from kafkatap.dissect.tables.frames_row cimport frame_row
 
 from kafkatap.dissect.kafka.bodies import Body
+from kafkatap.dissect.kafka.share import SHARE_APIS
 from kafkatap.dissect.protocol import error_name
 from kafkatap.dissect.protocol.generated.errors import ERRORS
 from kafkatap.dissect.protocol.generated import APIS
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 from kafkatap.dissect.records import _batch_headers
 from kafkatap.dissect.records.batch import CONTROL, Batch
-from kafkatap.dissect.tables import rows as reference  # it imports this: names defined after that are read per call
+from kafkatap.dissect.tables import rows as reference  # it imports this module: its functions are read per call
+from kafkatap.dissect.tables.batches import FETCHES
 from kafkatap.dissect.tables.frames_row import NO_ENTITIES
 
 cdef dict _NAMES = {key: row[0] for key, row in APIS.items()}
 cdef tuple _NO_ENTITIES = NO_ENTITIES
 cdef int _PRODUCE = ApiKey.PRODUCE, _FETCH = ApiKey.FETCH
-cdef frozenset _FETCHES = reference.FETCHES
+cdef frozenset _FETCHES = FETCHES
 cdef dict _ERRORS = ERRORS
+cdef tuple _SHARE_APIS = SHARE_APIS
 cdef object _split_batches = _batch_headers.split_batches
 # Positions in the tuples read here, from the NamedTuples that declare them (read as tuples: no attribute lookup)
 cdef Py_ssize_t _JSON = Body._fields.index("json"), _FOUND = Body._fields.index("found")
@@ -104,7 +107,7 @@ def frame(RowsFields rows not None, ConnState st not None, Request req not None,
     qbody, rbody, api_key = req.body, resp.body, req.api_key
     name = _NAMES.get(api_key)
     if (qbody is None or rbody is None or name is None or req.error is not None or resp.error is not None
-            or not req.known or api_key in reference.SHARE_APIS or qbody[_FOUND] is None or rbody[_FOUND] is None):
+            or not req.known or api_key in _SHARE_APIS or qbody[_FOUND] is None or rbody[_FOUND] is None):
         return reference.frame(rows, st, req, resp, where, unpaired)
     messages, statuses = rows.messages, rows.statuses
     messages[name] = messages.get(name, 0) + 1

@@ -1,4 +1,5 @@
-"""Rows of the batches/ and records/ tables from the record data of Produce requests and Fetch / ShareFetch responses.
+"""The record data of Produce requests and Fetch / ShareFetch responses: split into batches (their batches/ rows are
+laid out by batch_row.py) and, with --records, the records/ rows.
 
 Batch headers come from `dissect.records.split_batches` (headers only); records are decoded only with --records.
 Record keys and values are reduced to sizes and 64-bit BLAKE2b hashes (signed, to fit int64) unless --payloads.
@@ -11,9 +12,12 @@ from hashlib import blake2b
 from typing import Any
 
 from kafkatap.dissect.errors import DecodeError
+from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 from kafkatap.dissect.records import Batch, split_batches
-from kafkatap.dissect.records.batch import CONTROL, TRANSACTIONAL
-from kafkatap.dissect.records.compression import CODECS
+from kafkatap.dissect.tables.batch_row import MAX_MS
+
+FETCHES = frozenset({ApiKey.FETCH, ApiKey.SHARE_FETCH})
+"""The apis whose responses carry record data."""
 
 Problem = Callable[[str, str, int], None]
 """problem(kind, detail, nbytes): report an anomaly found in record data."""
@@ -45,42 +49,9 @@ def split(data: Any, final: bool, problem: Problem) -> list[Batch]:
     return batches
 
 
-def control_type(batch: Batch, problem: Problem) -> str | None:
-    if not batch.is_control:
-        return None
-    try:
-        return batch.control_type()
-    except DecodeError as e:
-        problem("malformed_batch", f"control batch unreadable: {e}", batch.size)
-        return None
-
-
-MAX_MS = (1 << 63) // 1000 - 1
-COMPRESSION = CODECS + tuple(f"unknown_{codec}" for codec in range(len(CODECS), 8))
-"""Batch.compression by codec id (attributes & 7), without a property call per batch."""
-
-
 def ms_to_us(ms: int | None) -> int | None:
     """Kafka's millisecond timestamps as microseconds; -1 (unknown) and values past int64 as null."""
     return None if ms is None or ms < 0 or ms > MAX_MS else ms * 1000
-
-
-def batch_rows(head: tuple, batches: list[Batch], tail: tuple, problem: Problem) -> list[tuple]:
-    """batches/ rows of one partition's batches: head = conn_id .. partition, tail = fetch_offset .. error, the
-    columns every batch of the partition shares (built once per partition, not per batch)."""
-    rows = []
-    for batch in batches:
-        # one unpack instead of a dozen attribute lookups (Batch is a NamedTuple of 17 fields)
-        (_, size, magic, base_offset, last_offset, record_count, _, _, crc_ok, attributes, first, last, producer_id,
-         producer_epoch, base_sequence, _, _) = batch
-        rows.append(head + (
-            magic, base_offset, last_offset, record_count, producer_id, producer_epoch, base_sequence,
-            bool(attributes & TRANSACTIONAL), bool(attributes & CONTROL),
-            control_type(batch, problem) if attributes & CONTROL else None, COMPRESSION[attributes & 7], size,
-            first * 1000 if 0 <= first <= MAX_MS else None,
-            last * 1000 if 0 <= last <= MAX_MS else None, crc_ok,
-        ) + tail)
-    return rows
 
 
 def hash64(data: bytes | None) -> int | None:

@@ -21,15 +21,12 @@ from kafkatap.dissect.protocol import api_name, error_name
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 from kafkatap.dissect.streams.reassembly import Conn, Where
 from kafkatap.dissect.tables import batches as bt
+from kafkatap.dissect.tables.batch_row import batch_rows
 from kafkatap.dissect.tables.batches import Problem
 from kafkatap.dissect.tables.frames_row import NO_ENTITIES, frame_row
 from kafkatap.dissect.tables.writer import Output
 
-SHARE_APIS = (ApiKey.SHARE_FETCH, ApiKey.SHARE_ACKNOWLEDGE)
-FETCHES = frozenset({ApiKey.FETCH, ApiKey.SHARE_FETCH})
-# Defined before the compiled twins are imported: _rows.pyx reads them at its import.
 _compiled = native.extension("kafkatap.dissect.tables._rows")
-_compiled_batches = native.extension("kafkatap.dissect.tables._batches")
 
 
 _Base: type = _compiled.RowsFields if native.compiled and _compiled is not None else object
@@ -55,7 +52,6 @@ class Rows(_Base):  # type: ignore[valid-type, misc]
         self.request = partial(native.pick(request, _compiled), self)
         self.response = partial(native.pick(response, _compiled), self)
         self.frame = partial(native.pick(frame, _compiled), self)
-        self.batch_rows = native.pick(bt.batch_rows, _compiled_batches)
 
     def produce_batches(self, st: ConnState, req: Request, rbody: Body | None, problem: Problem) -> None:
         """batches/ rows of a Produce request, with the error and base offset its response assigned."""
@@ -64,8 +60,8 @@ class Rows(_Base):  # type: ignore[valid-type, misc]
                 req.client_id, None, None)
         for topic, topic_id, partition, batches in req.produce:
             err, assigned = results.get((topic_id if topic_id is not None else topic, partition), (None, None))
-            self.batches.extend(self.batch_rows(head + (topic, topic_id, partition), batches,
-                                                (None, None, assigned, err), problem))
+            self.batches.extend(batch_rows(head + (topic, topic_id, partition), batches, (None, None, assigned, err),
+                                           problem))
 
     def response_only(self, st: ConnState, at: Where, size: int, correlation_id: int) -> None:
         """A response whose request the capture does not hold: its api is unknown, so it stays undecoded."""
@@ -128,7 +124,7 @@ class Rows(_Base):  # type: ignore[valid-type, misc]
                 continue
             topic = name if name is not None else self.topics.resolve(topic_id, "batches")
             tail = (offsets.get((name or topic_id, partition)), high_watermark, None, partition_error)
-            self.batches.extend(self.batch_rows(carrier + (topic, topic_id, partition), batches, tail, problem))
+            self.batches.extend(batch_rows(carrier + (topic, topic_id, partition), batches, tail, problem))
             if self.records is not None:
                 head = (st.conn_id, req.correlation_id, direction, resp.ts, req.client_id)
                 rtopic = name if name is not None else self.topics.resolve(topic_id, "records")
@@ -189,7 +185,7 @@ def request(rows: Rows, st: ConnState, req: Request, where: Where) -> None:
 
 def response(rows: Rows, st: ConnState, req: Request, resp: Response, where: Where) -> None:
     """A Fetch's or ShareFetch's record data, and the ranges a ShareFetch acquired."""
-    if req.api_key in FETCHES:
+    if req.api_key in bt.FETCHES:
         rows._fetch_response(st, req, resp, rows._problem(st, RESPONSE, req, where))
     if req.api_key == ApiKey.SHARE_FETCH:
         rows.acquired(st, req, resp, resp.body.message)
@@ -209,7 +205,7 @@ def frame(rows: Rows, st: ConnState, req: Request, resp: Response | None, where:
         resp_file, resp_packet = resp.capture_file, resp.packet
     if req.produce is not None:
         rows.produce_batches(st, req, rbody, rows._problem(st, REQUEST if resp is None else RESPONSE, req, where))
-    if qbody is not None and req.api_key in SHARE_APIS:
+    if qbody is not None and req.api_key in share.SHARE_APIS:
         rows.acks(st, req, rbody)
     errors = None
     if req.error or resp_error:

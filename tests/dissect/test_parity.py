@@ -1,8 +1,9 @@
-"""The compiled dissector core against the pure-Python reference on bad input: every kind of fault the fault tests
-inject (reordered, duplicated and dropped segments, a capture starting mid-stream, noise and TLS on the Kafka port,
-absurd length prefixes, cut files) and a seeded corpus of Kafka-level mutations, dissected both ways (every other one
-with the records/ table and payloads) must give identical tables and summaries.
-tests/dissect/packets/test_compiled.py does the same for the samples and damaged capture files."""
+"""The compiled dissector core against the pure-Python reference, the pure side in a process started with
+KAFKATAP_PURE_PYTHON=1: every sample, and every kind of fault the fault tests inject (reordered, duplicated and
+dropped segments, a capture starting mid-stream, noise and TLS on the Kafka port, absurd length prefixes, cut files)
+and a seeded corpus of Kafka-level mutations, dissected both ways (every other fault capture with the records/ table
+and payloads), must give identical tables and summaries. tests/dissect/packets/test_compiled.py does the same for
+damaged capture files; test_module_parity.py holds each compiled module to its twin."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 import pyarrow.parquet as pq
 import pytest
@@ -66,28 +68,28 @@ def tables(out: Path) -> tuple[dict, dict]:
             {k: v for k, v in summary.items() if k not in UNSTABLE_SUMMARY})
 
 
-def test_faults_and_mutations_give_the_same_output_on_both_paths(tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_faults_and_mutations_give_the_same_output_on_both_paths(tmp_path: Path) -> None:
+    """The compiled default against the pure path in a process of its own (KAFKATAP_PURE_PYTHON=1, as a user selects
+    it), on every fault capture and the mutated corpus."""
     replay = Replay("produce_consume")
     captures = {name: pcap_bytes(timed(frames)) for name, frames in faults(replay).items()}
     whole = captures["reordered"]
     captures["cut"] = whole[:len(whole) * 2 // 3]
     captures["day_in_the_life"] = (SAMPLES / "day_in_the_life.pcapng").read_bytes()
+    runs = []
     for n, (name, data) in enumerate(captures.items()):
         capture = tmp_path / f"{name}.pcap"
         capture.write_bytes(data)
         records = n % 2 == 0  # the compiled fast paths for record data run only without the records/ table
-        results = []
-        for compiled in (True, False):
-            monkeypatch.setattr(native, "compiled", compiled)
-            out = tmp_path / name / str(compiled)
-            dissect_captures([str(capture)], str(out), ports=[replay.port], records=records, payloads=records)
-            results.append(tables(out))
-        (ours, our_summary), (theirs, their_summary) = results
-        assert our_summary == their_summary, name
-        assert ours.keys() == theirs.keys(), name
-        for table in ours:
-            assert ours[table].equals(theirs[table], check_metadata=True), (name, table)
+        runs.append(Run(str(capture), str(tmp_path / "pure" / name), [replay.port], records))
+    _assert_same_on_both_paths(runs, tmp_path / "compiled")
+
+
+class Run(NamedTuple):
+    capture: str
+    out: str  # the pure path's output folder
+    ports: list[int]
+    records: bool  # with the records/ table and payloads
 
 
 _PURE_RUN = """
@@ -95,26 +97,33 @@ import json, sys
 from kafkatap.dissect import native
 from kafkatap.dissect.run import dissect_captures
 assert not native.compiled, "KAFKATAP_PURE_PYTHON did not select the pure-Python path"
-for capture, out, ports in json.loads(sys.argv[1]):
-    dissect_captures([capture], out, ports=ports, records=True, payloads=True)
+for capture, out, ports, records in json.loads(sys.argv[1]):
+    dissect_captures([capture], out, ports=ports, records=records, payloads=records)
 """
 
 
+def _assert_same_on_both_paths(runs: list[Run], compiled: Path) -> None:
+    """Each run dissected here (the compiled default) into `compiled`, and by one KAFKATAP_PURE_PYTHON=1 process (a
+    process of its own, so nothing the compiled modules bound at import is in the way): the same tables and
+    summary."""
+    for run in runs:
+        dissect_captures([run.capture], str(compiled / Path(run.out).name), ports=run.ports, records=run.records,
+                         payloads=run.records)
+    env = {**os.environ, native.ENV: "1"}
+    subprocess.run([sys.executable, "-c", _PURE_RUN, json.dumps(runs)], env=env, check=True, timeout=900)
+    for run in runs:
+        (ours, our_summary), (theirs, their_summary) = tables(compiled / Path(run.out).name), tables(Path(run.out))
+        assert our_summary == their_summary, run.capture
+        assert ours.keys() == theirs.keys(), run.capture
+        for table in ours:
+            assert ours[table].equals(theirs[table], check_metadata=True), (run.capture, table)
+
+
 def test_every_sample_is_the_same_from_a_pure_python_process(tmp_path: Path) -> None:
-    """The pure path as a user selects it (KAFKATAP_PURE_PYTHON=1, a process of its own, so nothing the compiled
-    modules bound at import is in the way) against the compiled default, on every sample with its own ports."""
+    """The pure path as a user selects it against the compiled default, on every sample with its own ports."""
     runs = []
     for truth_path in sorted(SAMPLES.glob("*.truth.json")):
         truth = json.loads(truth_path.read_text())
         capture = SAMPLES / truth["capture"]
-        runs.append((str(capture), str(tmp_path / "pure" / capture.stem), truth["broker_ports"]))
-        dissect_captures([str(capture)], str(tmp_path / "compiled" / capture.stem), ports=truth["broker_ports"],
-                         records=True, payloads=True)
-    env = {**os.environ, native.ENV: "1"}
-    subprocess.run([sys.executable, "-c", _PURE_RUN, json.dumps(runs)], env=env, check=True, timeout=900)
-    for capture, out, _ in runs:
-        (ours, our_summary), (theirs, their_summary) = tables(Path(out)), tables(tmp_path / "compiled" / Path(out).name)
-        assert our_summary == their_summary, capture
-        assert ours.keys() == theirs.keys(), capture
-        for table in ours:
-            assert ours[table].equals(theirs[table], check_metadata=True), (capture, table)
+        runs.append(Run(str(capture), str(tmp_path / "pure" / capture.stem), truth["broker_ports"], True))
+    _assert_same_on_both_paths(runs, tmp_path / "compiled")

@@ -14,8 +14,12 @@ import sys
 import pytest
 
 from kafkatap.dissect import native
+from kafkatap.dissect.records import split_batches
+from kafkatap.samples.synthetic import record_batch
 
 pytestmark = pytest.mark.skipif(not native.compiled, reason="the compiled core is not running")
+
+_BATCH = split_batches(record_batch(0, [(b"k", b"v")], 1_700_000_000_000))[0][0]
 
 FIELDS = """
 import json
@@ -108,13 +112,14 @@ def test_compiled_functions_called_in_c_refuse_none_from_python() -> None:
     """The compiled functions other compiled modules call in C (cpdef) are also callable from Python, where nothing
     stops a None: they raise TypeError instead of letting C read through it."""
     from kafkatap.dissect.kafka import _exchange
-    from kafkatap.dissect.tables import _batches, _columns
+    from kafkatap.dissect.tables import _columns, batch_row
 
     calls = [lambda: _exchange.request(None, None, 0, 0, b"", None),
              lambda: _exchange.response(None, None, 0, 0, b"", None),
              lambda: _columns.add(None, ()), lambda: _columns.extend(None, []),
-             lambda: _batches.batch_rows(None, [], (), None), lambda: _batches.batch_rows((), None, (), None),
-             lambda: _batches.batch_rows((), [], None, None)]
+             lambda: batch_row.batch_rows(None, [_BATCH], (), None),
+             lambda: batch_row.batch_rows((), None, (), None), lambda: batch_row.batch_rows((), [_BATCH], None, None),
+             lambda: batch_row.batch_rows((), [None], (), None), lambda: batch_row.batch_rows((), [object()], (), None)]
     for call in calls:
         with pytest.raises(TypeError):
             call()

@@ -3,21 +3,14 @@ an install without the compiled core imports) and its compiled build give the sa
 
 from __future__ import annotations
 
-import importlib.util
 import inspect
 from types import SimpleNamespace
 
 from kafkatap.dissect.tables import frames_row, schema
 from tests.support.paths import ROOT
+from tests.support.sources import source_module
 
 SOURCE = ROOT / "dissect" / "tables" / "frames_row.py"
-
-
-def _source_module() -> object:
-    spec = importlib.util.spec_from_file_location("frames_row_source", SOURCE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_the_source_and_the_installed_builder_give_the_same_row_in_the_schemas_columns() -> None:
@@ -27,9 +20,9 @@ def test_the_source_and_the_installed_builder_give_the_same_row_in_the_schemas_c
     entities = tuple(names[names.index("group_id"):names.index("transactional_id") + 1])
     assert len(entities) == frames_row.ENTITIES
     st = SimpleNamespace(conn_id="conn_id", client_addr="client_addr", broker_addr="broker_addr", tls_version="tls")
-    params = list(inspect.signature(_source_module().frame_row).parameters)
+    params = list(inspect.signature(source_module(SOURCE).frame_row).parameters)
     args = {name: name for name in params} | {"st": st, "entities": entities, "ts_request": 100, "ts_response": 250}
-    source = _source_module()
+    source = source_module(SOURCE)
     for call in (args, args | {"ts_request": None}):
         row = frames_row.frame_row(*call.values())
         assert row == source.frame_row(*call.values())
