@@ -13,7 +13,7 @@ a member's epoch reaches the group's once it has reconciled, so that is what the
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
@@ -33,17 +33,26 @@ def _member_facts(rows: DataFrame, frames: DataFrame) -> DataFrame:
     """Per member fencing row: its last accepted request before the fencing, its session timeout as of then (the
     latest JoinGroup's), whether it had left, and whether another member took over its static instance id."""
     mf = member_frames(frames)
-    r = rows.where(F.col("kind").isin(MEMBER_KINDS)).alias("r")
-    own = mf.select("group_id", "member_id", "ts", is_ok(F.col("error_code")).alias("ok"),
-                    is_leave().alias("leave"), session_timeout_ms().alias("timeout"),
-                    heartbeat_interval_ms().alias("beat")).alias("m")
-    before = r.join(own, (F.col("m.group_id") == F.col("r.group_id")) & (F.col("m.member_id") == F.col("r.member_id"))
-                    & (F.col("m.ts") < F.col("r.ts")))
-    facts = before.groupBy(*[F.col(f"r.{c}") for c in ROW_KEY]).agg(
-        F.max(F.when(F.col("m.ok") & ~F.col("m.leave"), F.col("m.ts"))).alias("last_ok_ts"),
-        F.max_by("m.timeout", F.when(F.col("m.timeout").isNotNull(), F.col("m.ts"))).alias("session_timeout_ms"),
-        F.max_by("m.beat", F.when(F.col("m.beat").isNotNull(), F.col("m.ts"))).alias("heartbeat_interval_ms"),
-        F.max(F.when(F.col("m.leave"), F.col("m.ts"))).alias("left_ts"))
+    # An as-of pass, not a join of each fencing with all of its member's earlier frames (which grows with the square
+    # of a member's traffic): the member's frames and its fencings in one time order, a fencing after the frames
+    # before it and before those at its own instant, each fact the latest so far.
+    member = ["group_id", "member_id"]
+    fenced = rows.where(F.col("kind").isin(MEMBER_KINDS) & F.col("group_id").isNotNull()
+                        & F.col("member_id").isNotNull()).select(*ROW_KEY, *member, F.lit(0).alias("side"))
+    own = mf.where(F.col("group_id").isNotNull() & F.col("member_id").isNotNull()).select(
+        *member, "ts", F.lit(1).alias("side"), F.lit(True).alias("own"),
+        (is_ok(F.col("error_code")) & ~is_leave()).alias("ok"),
+        is_leave().alias("leave"), session_timeout_ms().alias("timeout"), heartbeat_interval_ms().alias("beat"))
+    before = Window.partitionBy(*member).orderBy("ts", "side").rowsBetween(Window.unboundedPreceding, -1)
+    facts = (fenced.unionByName(own, allowMissingColumns=True)
+             .select("*", F.count("own").over(before).alias("frames_before"),
+                     F.max(F.when(F.col("ok"), F.col("ts"))).over(before).alias("last_ok_ts"),
+                     F.last("timeout", ignorenulls=True).over(before).alias("session_timeout_ms"),
+                     F.last("beat", ignorenulls=True).over(before).alias("heartbeat_interval_ms"),
+                     F.max(F.when(F.col("leave"), F.col("ts"))).over(before).alias("left_ts"))
+             .where((F.col("side") == 0) & (F.col("frames_before") > 0))
+             .groupBy(*ROW_KEY).agg(*[F.max(c).alias(c) for c in ("last_ok_ts", "session_timeout_ms",
+                                                                  "heartbeat_interval_ms", "left_ts")]))
     # the fenced member's static instance: the row's, else the one its own frames named (KIP-848 and streams
     # heartbeats name it `instance_id`, which `member_frames` reads and the rows' group_instance_id does not hold)
     named = (mf.where(F.col("group_instance_id").isNotNull()).groupBy("group_id", "member_id")
@@ -67,15 +76,24 @@ def _member_facts(rows: DataFrame, frames: DataFrame) -> DataFrame:
 def _group_epochs(rows: DataFrame, handed: DataFrame) -> DataFrame:
     """Per group member fencing row: the latest epoch the coordinator handed to any member of its group at or before
     it (a classic group's generation, a KIP-848 or streams group's epoch as far as the wire shows it), and where."""
-    r = rows.where(F.col("kind").isin(MEMBER_KINDS)).alias("r")
-    same_group = (F.col("h.kind") == F.col("r.kind")) & (F.col("h.group_id") == F.col("r.group_id"))
-    pairs = r.join(handed.alias("h"), same_group & (F.col("h.ts") <= F.col("r.ts")))
-    # response_source names the correlation id and connection unqualified: the handed side's, under those names
-    pairs = pairs.select(*[F.col(f"r.{c}").alias(c) for c in ROW_KEY], F.col("h.epoch").alias("h_epoch"),
-                         F.col("h.ts").alias("h_ts"), F.col("h.api_name").alias("h_api"),
-                         F.col("h.correlation_id").alias("correlation_id"), F.col("h.conn_id").alias("conn_id"))
-    latest = F.struct(F.col("h_epoch").alias("epoch"), response_source(F.col("h_api"), F.col("h_ts")).alias("source"))
-    return pairs.groupBy(*ROW_KEY).agg(F.max_by(latest, F.struct("h_epoch", "h_ts")).alias("generation"))
+    # An as-of pass per group (a join of each fencing with every earlier epoch of its group grows with the square of
+    # the group's traffic): handed epochs and fencings in one time order, an epoch handed at a fencing's own instant
+    # before it, each fencing taking the highest (epoch, time) so far.
+    group = ["kind", "group_id"]
+    fenced = rows.where(F.col("kind").isin(MEMBER_KINDS) & F.col("group_id").isNotNull()).select(
+        *ROW_KEY, "group_id", F.lit(1).alias("side"))
+    # response_source names the correlation id and connection unqualified: the handed row's own
+    epochs = handed.where(F.col("kind").isin(MEMBER_KINDS) & F.col("group_id").isNotNull()).select(
+        *group, "ts", F.lit(0).alias("side"), F.struct(F.col("epoch").alias("epoch"), F.col("ts").alias("ts"),
+                                                        response_source(F.col("api_name"), F.col("ts")).alias("source")
+                                                        ).alias("handed"))
+    so_far = Window.partitionBy(*group).orderBy("ts", "side").rowsBetween(Window.unboundedPreceding, 0)
+    latest = (fenced.unionByName(epochs, allowMissingColumns=True)
+              .select("*", F.max("handed").over(so_far).alias("latest"))
+              .where((F.col("side") == 1) & F.col("latest").isNotNull())
+              .groupBy(*ROW_KEY).agg(F.max("latest").alias("latest")))
+    return latest.select(*ROW_KEY, F.struct(F.col("latest.epoch").alias("epoch"),
+                                            F.col("latest.source").alias("source")).alias("generation"))
 
 
 def _on_rows(left: DataFrame, right: DataFrame, how: str) -> DataFrame:
