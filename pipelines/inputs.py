@@ -20,7 +20,7 @@ from pyspark.sql import SparkSession
 from kafkatap.dissect.tables.schema import FRAMES
 from kafkatap.errors import CommandError
 from kafkatap.pipelines.failures import exception_text, java_reason
-from kafkatap.pipelines.intermediates import interpreted
+from kafkatap.pipelines.intermediates import quick_jit
 from kafkatap.pipelines.storage import exists, join_uri
 
 DISSECT_FIRST = "run `kafkatap dissect CAPTURE -o OUT` first, then analyze OUT"
@@ -36,13 +36,13 @@ def local_path(uri: str) -> str | None:
 
 
 def short_run(out: str) -> bool:
-    """OUT is on this machine and small enough for its expressions to be interpreted (`intermediates.run_conf`):
-    known before a JVM starts, so the JVM can be started for a short run (`spark.QUICK_JIT`)."""
+    """OUT is on this machine and small enough for the JVM's quick compiler only (`intermediates.quick_jit`): known
+    before a JVM starts, so the JVM can be started for a short run (`spark.QUICK_JIT`)."""
     path = local_path(out)
     if path is None or not os.path.isdir(path):
         return False
     size = sum(os.path.getsize(os.path.join(folder, name)) for folder, _, names in os.walk(path) for name in names)
-    return interpreted(size)
+    return quick_jit(size)
 
 
 def no_such_folder(out: str) -> CommandError:

@@ -36,6 +36,12 @@ INTERPRETED_BYTES = 2 << 20
 """Inputs up to this size (a few thousand frames, the bundled samples) have their expressions interpreted. Measured
 one after the other in one session: the day_in_the_life sample (0.3 MB) took 29-37 s interpreted, 48-50 s compiled;
 a 215k-frame chatty capture (12 MB) 103 s interpreted, 65 s compiled."""
+QUICK_JIT_BYTES = 32 << 20
+"""Inputs up to this size are a short run for the JVM (`spark.QUICK_JIT`, its quick compiler only): the optimizing
+compiler's work is about the same on any input (it compiles Spark's own planner and operators) and pays back only
+over enough rows. `kafkatap analyze`, one run each way, quiet machine: the 215k-frame chatty capture (13 MB) 44 s
+with the quick compiler only against 55 s with both (the JVM's CPU 72 against 112 s, 35 s of it the optimizing
+compiler's thread); 1,043,908 generated frames (67 MB) 144 s against 131 s."""
 ONE_PARTITION_CONF = {
     "spark.sql.shuffle.partitions": "1",  # what a checkpointed leaf's few shuffles use
     "spark.sql.autoBroadcastJoinThreshold": "-1",
@@ -68,6 +74,11 @@ def one_partition(input_bytes: int) -> bool:
 def interpreted(input_bytes: int) -> bool:
     """Whether a run over `input_bytes` of input interprets its expressions (and is short)."""
     return input_bytes <= INTERPRETED_BYTES
+
+
+def quick_jit(input_bytes: int) -> bool:
+    """Whether a run over `input_bytes` of input is short enough for the JVM's quick compiler only."""
+    return input_bytes <= QUICK_JIT_BYTES
 
 
 def run_conf(input_bytes: int) -> dict[str, str]:

@@ -39,8 +39,8 @@ STARTUP_SETTINGS: dict[str, str] = {
 QUICK_JIT = "-XX:TieredStopAtLevel=1"
 """The JVM's quick compiler only. A short run executes a great deal of Spark's code a few times each, and the
 optimizing compiler (C2) spent more CPU compiling it than the run then saved: the bundled sample's run took 111 s of
-CPU with both compilers, 81 s with C1 only. On a 215k-frame capture the two were even (60-65 s), and a larger input
-needs C2's code, so only tiny inputs get this."""
+CPU with both compilers, 81 s with C1 only. Since the runs' plans shrank, a 215k-frame capture gains too (55 -> 44 s),
+and a million frames need C2's code: inputs up to `intermediates.QUICK_JIT_BYTES` get this."""
 
 
 def _loopback(host: str) -> bool:
@@ -63,7 +63,7 @@ def on_this_machine(master: str | None) -> bool:
 def get_spark(app: str, master: str | None = None, shuffle_partitions: int | None = None,
               log: str | None = None, short_run: bool = False) -> SparkSession:
     """Reuse the running session (spark-submit, tests) or start one; `master` only applies to a new one, and so do
-    `log`, the file a JVM started here writes its output to (None: the terminal), and `short_run` (a tiny input,
+    `log`, the file a JVM started here writes its output to (None: the terminal), and `short_run` (a small input,
     `inputs.short_run`: a local JVM then compiles with C1 only, `QUICK_JIT`). A JVM that cannot start (no
     Java, no master) is a `CommandError`. A session on a cluster gets the package shipped to its executors (`ship`)."""
     builder = SparkSession.builder.appName(app)

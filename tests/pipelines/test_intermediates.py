@@ -7,8 +7,9 @@ import pytest
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from kafkatap.pipelines.inputs import short_run
 from kafkatap.pipelines.intermediates import (
-    ONE_PARTITION_BYTES, intermediate, materialize, once_per_run, partitioned, run_conf
+    ONE_PARTITION_BYTES, QUICK_JIT_BYTES, intermediate, materialize, once_per_run, partitioned, run_conf
 )
 from kafkatap.pipelines.report import JOBS, with_needs
 
@@ -73,6 +74,20 @@ def test_a_one_partition_run_needs_no_shuffle_and_restores_the_settings(spark) -
         spark.conf.set("spark.sql.shuffle.partitions", before["spark.sql.shuffle.partitions"] or "200")
     assert partitioned(df, False) is df
     assert run_conf(ONE_PARTITION_BYTES + 1) == {}  # a large input keeps Spark's own settings
+
+def test_a_short_run_is_a_local_input_of_at_most_quick_jit_bytes(tmp_path) -> None:
+    """Only such a run's JVM gets the quick compiler alone (`spark.QUICK_JIT`): a larger input needs C2's code, and
+    the size of a remote one is not known before the JVM starts."""
+    part = tmp_path / "frames" / "part-00000.parquet"
+    part.parent.mkdir()
+    with part.open("wb") as f:
+        f.truncate(QUICK_JIT_BYTES)  # sparse: its size without writing it
+    assert short_run(str(tmp_path)) and short_run(tmp_path.as_uri())
+    with part.open("r+b") as f:
+        f.truncate(QUICK_JIT_BYTES + 1)
+    assert not short_run(str(tmp_path))
+    assert not short_run("s3a://bucket/out") and not short_run(str(tmp_path / "absent"))
+
 
 def test_no_window_frame_runs_from_a_moving_start_to_the_partitions_end() -> None:
     """Spark evaluates such a frame again for every row (quadratic in a partition's rows); the transforms read "the
