@@ -60,11 +60,26 @@ def on_this_machine(master: str | None) -> bool:
     return bool(addresses) and all(_loopback(address.rpartition(":")[0]) for address in addresses)
 
 
+def one_machine_settings(short_run: bool, archive_options: str) -> dict[str, str]:
+    """What a session on this machine (`on_this_machine`) is started with. A terminal, not a cluster UI: the commands
+    print each job's progress themselves, and Spark's progress bars would overwrite those lines. The driver binds to
+    loopback (no "hostname resolves to a loopback address" warning, nothing listening on other interfaces) and logs
+    with the package's log4j2 configuration from its first line on; `archive_options` map the class archive
+    (`class_archive.java_options`). A short run's JVMs, the driver's and a standalone cluster's executors on
+    loopback, get the quick compiler only (`QUICK_JIT`)."""
+    jit = {"spark.executor.extraJavaOptions": QUICK_JIT} if short_run else {}
+    return {"spark.ui.showConsoleProgress": "false",
+            "spark.driver.bindAddress": "127.0.0.1", "spark.driver.host": "127.0.0.1",
+            "spark.driver.extraJavaOptions": " ".join(filter(None, [
+                f"-Dlog4j2.configurationFile={LOG4J2}", QUICK_JIT if short_run else "", archive_options])),
+            **jit}
+
+
 def get_spark(app: str, master: str | None = None, shuffle_partitions: int | None = None,
               log: str | None = None, short_run: bool = False) -> SparkSession:
     """Reuse the running session (spark-submit, tests) or start one; `master` only applies to a new one, and so do
     `log`, the file a JVM started here writes its output to (None: the terminal), and `short_run` (a small input,
-    `inputs.short_run`: a local JVM then compiles with C1 only, `QUICK_JIT`). A JVM that cannot start (no
+    `inputs.short_run`: its JVMs on this machine then compile with C1 only, `QUICK_JIT`). A JVM that cannot start (no
     Java, no master) is a `CommandError`. A session on a cluster gets the package shipped to its executors (`ship`)."""
     builder = SparkSession.builder.appName(app)
     if master:
@@ -73,16 +88,10 @@ def get_spark(app: str, master: str | None = None, shuffle_partitions: int | Non
         builder = builder.config(key, value)
     one_machine = on_this_machine(master)
     if one_machine:
-        # A terminal, not a cluster UI: the commands print each job's progress themselves, and Spark's progress bars
-        # would overwrite those lines. One machine: the driver binds to loopback (no "hostname resolves to a
-        # loopback address" warning, nothing listening on other interfaces), logs with the package's log4j2
-        # configuration from its first line on, and its Python workers run the driver's Python (PySpark's default,
-        # `python3` on the PATH, may be one without pyspark or kafkatap).
-        builder = (builder.config("spark.ui.showConsoleProgress", "false")
-                   .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
-                   .config("spark.driver.extraJavaOptions", " ".join(filter(None, [
-                       f"-Dlog4j2.configurationFile={LOG4J2}", QUICK_JIT if short_run else "",
-                       class_archive.java_options() if starts_jvm() else ""]))))
+        for key, value in one_machine_settings(short_run, class_archive.java_options() if starts_jvm() else "").items():
+            builder = builder.config(key, value)
+        # Its Python workers run the driver's Python (PySpark's default, `python3` on the PATH, may be one without
+        # pyspark or kafkatap).
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     if shuffle_partitions is None and one_machine:

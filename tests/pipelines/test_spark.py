@@ -7,7 +7,7 @@ import pytest
 
 from kafkatap.errors import CommandError
 from kafkatap.pipelines.failures import spark_failures
-from kafkatap.pipelines.spark import on_this_machine
+from kafkatap.pipelines.spark import QUICK_JIT, on_this_machine, one_machine_settings
 
 
 @pytest.mark.parametrize("master", ["local", "local[2]", "local[*]", "spark://127.0.0.1:7077", "spark://localhost:7077",
@@ -20,6 +20,17 @@ def test_local_mode_and_loopback_masters_are_this_machine(master):
                                     "spark://spark-master:7077", "spark://127.0.0.1:7077,10.0.0.5:7077"])
 def test_other_masters_are_a_cluster(master):
     assert not on_this_machine(master)
+
+
+def test_a_short_run_starts_every_jvm_on_this_machine_with_the_quick_compiler_only():
+    """The driver's and a loopback cluster's executors (the cluster tests'): C2 compiling Spark's code costs a small
+    input's run more CPU than it saves; a large input keeps both compilers."""
+    short = one_machine_settings(True, "-XX:SharedArchiveFile=A")
+    assert QUICK_JIT in short["spark.driver.extraJavaOptions"].split()
+    assert "-XX:SharedArchiveFile=A" in short["spark.driver.extraJavaOptions"].split()
+    assert short["spark.executor.extraJavaOptions"] == QUICK_JIT
+    long = one_machine_settings(False, "")
+    assert QUICK_JIT not in long["spark.driver.extraJavaOptions"] and "spark.executor.extraJavaOptions" not in long
 
 
 def test_a_refused_connection_to_a_jvm_the_interrupt_stopped_is_the_interrupt():
