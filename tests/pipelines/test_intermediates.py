@@ -75,6 +75,7 @@ def test_a_one_partition_run_needs_no_shuffle_and_restores_the_settings(spark) -
     assert partitioned(df, False) is df
     assert run_conf(ONE_PARTITION_BYTES + 1) == {}  # a large input keeps Spark's own settings
 
+
 def test_a_short_run_is_a_local_input_of_at_most_quick_jit_bytes(tmp_path) -> None:
     """Only such a run's JVM gets the quick compiler alone (`spark.QUICK_JIT`): a larger input needs C2's code, and
     the size of a remote one is not known before the JVM starts."""
