@@ -67,12 +67,12 @@ def one_machine_settings(short_run: bool, archive_options: str) -> dict[str, str
     with the package's log4j2 configuration from its first line on; `archive_options` map the class archive
     (`class_archive.java_options`). A short run's JVMs, the driver's and a standalone cluster's executors on
     loopback, get the quick compiler only (`QUICK_JIT`)."""
-    jit = {"spark.executor.extraJavaOptions": QUICK_JIT} if short_run else {}
+    jit = QUICK_JIT if short_run else ""
     return {"spark.ui.showConsoleProgress": "false",
             "spark.driver.bindAddress": "127.0.0.1", "spark.driver.host": "127.0.0.1",
             "spark.driver.extraJavaOptions": " ".join(filter(None, [
-                f"-Dlog4j2.configurationFile={LOG4J2}", QUICK_JIT if short_run else "", archive_options])),
-            **jit}
+                f"-Dlog4j2.configurationFile={LOG4J2}", jit, archive_options])),
+            **({"spark.executor.extraJavaOptions": jit} if jit else {})}
 
 
 def get_spark(app: str, master: str | None = None, shuffle_partitions: int | None = None,
