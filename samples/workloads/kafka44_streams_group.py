@@ -87,9 +87,11 @@ def run(env: Env) -> None:
         produce(15)
         _processed_all([st1, st2], 75)
         time.sleep(1)  # their commits
+        # from the close's start, not kt-st-2's last event: its leave can hand kt-st-1 the tasks before it has closed
+        closing = time.time()
         st2.stop()
         truth.event("kt-st-2", "left")
-        _tasks(st1, lambda active: len(active) == PARTITIONS, after=st2.events[-1]["wall"])
+        _tasks(st1, lambda active: len(active) == PARTITIONS, after=closing)
         time.sleep(1)  # the last commit
         st1.stop()
         truth.event("kt-st-1", "left")
