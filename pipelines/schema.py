@@ -389,7 +389,8 @@ E2E_LATENCY = table(
            "percentiles are over these."),
     column("produce_missing", pa.int64(), "Offsets delivered whose Produce the capture lacks (written before the "
            "capture or on another broker's wire): not measured."),
-    column("p50_ms", pa.float64(), "Median produce-to-delivery time, milliseconds (approximate percentile)."),
+    column("p50_ms", pa.float64(), "Median produce-to-delivery time, milliseconds (exact, by nearest rank, as are the "
+                                   "other percentiles here)."),
     column("p95_ms", pa.float64(), "95th percentile, milliseconds."),
     column("p99_ms", pa.float64(), "99th percentile, milliseconds."),
     column("max_ms", pa.float64(), "Maximum, milliseconds."),

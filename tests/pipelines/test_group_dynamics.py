@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from kafkatap.dissect.tables.schema import BATCHES, FRAMES, RECORDS
@@ -217,3 +219,24 @@ def test_e2e_latency_from_produce_to_first_delivery_per_consumer(spark):
         dict(window, group_id="s", client_id=None, records=6, produce_seen=2, produce_missing=4, p50_ms=1500.0,
              p95_ms=1500.0, p99_ms=1500.0, max_ms=1500.0, create_time_p50_ms=1600.0, create_time_p99_ms=1600.0),
     ]))
+
+
+def test_e2e_latency_percentiles_are_exact_over_a_large_window(spark):
+    """30,001 offsets written at 1.0 s and each delivered alone, 1 s plus a distinct number of microseconds later:
+    p50, p95 and p99 are the values at nearest rank ceil(q * n), as on a small window, not an approximation (a
+    percentile_approx summary of this many values is off by a few ranks)."""
+    from pyspark.sql import functions as F
+
+    n, base_ms = 30_001, 1000.0
+    produced = table(spark, BATCHES, [batch("produce", 1.0, "t", 0, 0, n - 1, assigned_offset=0, conn_id="p")])
+    one = table(spark, BATCHES, [batch("fetch", 2.0, "t", 0, 0, 0, conn_id="f", client_id="x")])
+    later_us = F.pmod(F.col("id") * 7919, F.lit(n))  # a permutation of 0 .. n-1
+    fetched = (one.crossJoin(spark.range(n))
+               .withColumn("base_offset", F.col("id")).withColumn("last_offset", F.col("id"))
+               .withColumn("ts", F.timestamp_micros(F.unix_micros("ts") + later_us)).drop("id"))
+    links = table(spark, schema.FETCH_LINKS, [])
+    (row,) = e2e_latency(produced.unionByName(fetched), None, links, "1 hour").collect()
+    at_rank = {q: base_ms + (math.ceil(q * n) - 1) / 1000 for q in (0.5, 0.95, 0.99)}
+    assert (row.records, row.produce_seen) == (n, n)
+    assert (row.p50_ms, row.p95_ms, row.p99_ms, row.max_ms) == (at_rank[0.5], at_rank[0.95], at_rank[0.99],
+                                                                 base_ms + (n - 1) / 1000)
