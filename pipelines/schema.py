@@ -34,8 +34,8 @@ CONNECTIONS = table(
     column("response_bytes", pa.int64(), "Bytes broker -> client (sum of response sizes)."),
     column("errors", pa.int64(), "Responses with a non-zero error code."),
     column("unpaired", pa.int64(), "Requests or responses without their other half."),
-    column("latency_p50_us", pa.int64(), "Median request latency (approximate percentile), microseconds."),
-    column("latency_p99_us", pa.int64(), "99th percentile request latency (approximate), microseconds."),
+    column("latency_p50_us", pa.int64(), "Median request latency (exact, by nearest rank), microseconds."),
+    column("latency_p99_us", pa.int64(), "99th percentile request latency, microseconds."),
     *(f for f in TCP_CONNECTIONS if f.name in TCP_COUNTS),
 )
 
@@ -448,9 +448,9 @@ THROUGHPUT_REQUESTS = table(
     column("unpaired", pa.int64(), "Unpaired halves."),
     column("request_bytes", pa.int64(), "Request bytes."),
     column("response_bytes", pa.int64(), "Response bytes."),
-    column("latency_p50_us", pa.int64(), "Median latency (approximate), microseconds."),
-    column("latency_p95_us", pa.int64(), "95th percentile latency (approximate)."),
-    column("latency_p99_us", pa.int64(), "99th percentile latency (approximate)."),
+    column("latency_p50_us", pa.int64(), "Median latency (exact, by nearest rank), microseconds."),
+    column("latency_p95_us", pa.int64(), "95th percentile latency, microseconds."),
+    column("latency_p99_us", pa.int64(), "99th percentile latency, microseconds."),
     column("latency_max_us", pa.int64(), "Maximum latency."),
 )
 

@@ -6,16 +6,17 @@ the first Fetch (clipped at the fetch offset asked for) or ShareFetch response t
 consumer: a group (share group, or the group its fetch connection is linked to in `sessions/fetch_links`), else the
 client id. Offsets are exploded one row each, so the cost grows with the records delivered, like `records/`. Each
 side's rows are exchanged by (topic, partition, offset) once, before it keeps its first time per offset: that one
-partitioning serves both aggregations and the join between them (a third of the job at 3 M generated frames). The
-percentiles are exact, by nearest rank.
+partitioning serves both aggregations and the join between them, with no exchange of the aggregated rows. The
+percentiles are exact, by nearest rank (`percentiles`).
 """
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from kafkatap.pipelines.transforms.common import batch_taken
+from kafkatap.pipelines.transforms.percentiles import nearest_rank, ranked
 
 KEY = ["topic", "partition", "offset"]
 GROUP = ["window_start", "window_end", "topic", "partition", "group_id", "client_id"]
@@ -67,32 +68,15 @@ def offset_latency(batches: DataFrame, records: DataFrame | None, links: DataFra
     return joined.withColumn("ms", latency).withColumn("create_ms", _ms_since("create_ts"))
 
 
-def _ranked(df: DataFrame, col: str) -> DataFrame:
-    """Each row's rank by `col` within its GROUP (nulls last) and the GROUP's count of non-null `col`: one sort per
-    column, which spills to disk, where a percentile aggregate would hold a group's values in memory."""
-    order = Window.partitionBy(*GROUP).orderBy(F.col(col).asc_nulls_last())
-    whole = order.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
-    return (df.withColumn(f"_{col}_rank", F.row_number().over(order))
-            .withColumn(f"_{col}_count", F.count(col).over(whole)))
-
-
-def _percentile(col: str, q: float) -> Column:
-    """The exact `q` percentile of `col` over a GROUP ranked by `_ranked`, by nearest rank: the smallest value with
-    at least `q` of the values at or below it (what percentile_approx gives while a group is small enough to be
-    exact, so small reports do not change)."""
-    rank = F.greatest(F.lit(1), F.ceil(F.col(f"_{col}_count") * q))
-    return F.max(F.when(F.col(f"_{col}_rank") == rank, F.col(col)))
-
-
 def e2e_latency(batches: DataFrame, records: DataFrame | None, links: DataFrame, interval: str) -> DataFrame:
     """`offset_latency` summarised per window of delivery, topic, partition and consumer, with exact percentiles."""
     window = F.window("delivered_ts", interval)
     measured = (offset_latency(batches, records, links)
                 .withColumn("window_start", window.start).withColumn("window_end", window.end))
-    return (_ranked(_ranked(measured, "ms"), "create_ms").groupBy(*GROUP)
+    return (ranked(ranked(measured, GROUP, "ms"), GROUP, "create_ms").groupBy(*GROUP)
             .agg(F.count(F.lit(1)).alias("records"), F.count("ms").alias("produce_seen"),
                  (F.count(F.lit(1)) - F.count("ms")).alias("produce_missing"),
-                 _percentile("ms", 0.5).alias("p50_ms"), _percentile("ms", 0.95).alias("p95_ms"),
-                 _percentile("ms", 0.99).alias("p99_ms"), F.max("ms").alias("max_ms"),
-                 _percentile("create_ms", 0.5).alias("create_time_p50_ms"),
-                 _percentile("create_ms", 0.99).alias("create_time_p99_ms")))
+                 nearest_rank("ms", 0.5).alias("p50_ms"), nearest_rank("ms", 0.95).alias("p95_ms"),
+                 nearest_rank("ms", 0.99).alias("p99_ms"), F.max("ms").alias("max_ms"),
+                 nearest_rank("create_ms", 0.5).alias("create_time_p50_ms"),
+                 nearest_rank("create_ms", 0.99).alias("create_time_p99_ms")))

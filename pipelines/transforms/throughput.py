@@ -5,6 +5,8 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from kafkatap.pipelines.transforms.percentiles import nearest_rank, ranked
+
 
 def _windowed(df: DataFrame, ts: str, interval: str) -> DataFrame:
     w = F.window(F.col(ts), interval)
@@ -24,15 +26,15 @@ def requests(frames: DataFrame, interval: str) -> DataFrame:
     framed = frames.withColumn("ts", F.coalesce("ts_request", "ts_response"))
     n = F.count(F.lit(1))
     errors = F.count(F.when(F.col("error_code") != 0, 1))
-    return (_windowed(framed, "ts", interval)
-            .groupBy("window_start", "window_end", "api_key", "api_name", "broker_addr")
+    group = ["window_start", "window_end", "api_key", "api_name", "broker_addr"]
+    return (ranked(_windowed(framed, "ts", interval), group, "latency_us").groupBy(*group)
             .agg(n.alias("requests"), errors.alias("errors"), (errors / n).alias("error_rate"),
                  F.count(F.when(F.col("status").isin("unpaired_request", "unpaired_response"), 1)).alias("unpaired"),
                  F.sum(F.coalesce("request_bytes", F.lit(0))).alias("request_bytes"),
                  F.sum(F.coalesce("response_bytes", F.lit(0))).alias("response_bytes"),
-                 F.percentile_approx("latency_us", 0.5).alias("latency_p50_us"),
-                 F.percentile_approx("latency_us", 0.95).alias("latency_p95_us"),
-                 F.percentile_approx("latency_us", 0.99).alias("latency_p99_us"),
+                 nearest_rank("latency_us", 0.5).alias("latency_p50_us"),
+                 nearest_rank("latency_us", 0.95).alias("latency_p95_us"),
+                 nearest_rank("latency_us", 0.99).alias("latency_p99_us"),
                  F.max("latency_us").alias("latency_max_us")))
 
 
