@@ -138,6 +138,13 @@ def partitioned(df: DataFrame, one: bool) -> DataFrame:
     return df.coalesce(1) if one else df
 
 
+def clustered(df: DataFrame, *cols: str) -> DataFrame:
+    """`df` exchanged by `cols` once, so that the aggregations and joins after it keyed by any superset of them need
+    no exchange of their own; inside a one-partition run, `df` itself: one partition needs no exchange at all."""
+    run = _RUN.get()
+    return df if run is not None and run.one_partition else df.repartition(*cols)
+
+
 def materialize(df: DataFrame) -> DataFrame:
     """`df`'s rows computed now and kept (localCheckpoint): later plans start from them instead of their lineage.
     Inside a one-partition run they stay one partition."""

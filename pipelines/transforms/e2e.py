@@ -5,8 +5,8 @@ The producer side of an offset is the Produce request whose response assigned it
 the first Fetch (clipped at the fetch offset asked for) or ShareFetch response that carried the offset to that
 consumer: a group (share group, or the group its fetch connection is linked to in `sessions/fetch_links`), else the
 client id. Offsets are exploded one row each, so the cost grows with the records delivered, like `records/`. Each
-side's rows are exchanged by (topic, partition, offset) once, before it keeps its first time per offset: that one
-partitioning serves both aggregations and the join between them, with no exchange of the aggregated rows. The
+side's rows are exchanged by (topic, partition, offset) once (`clustered`), before it keeps its first time per offset:
+that one partitioning serves both aggregations and the join between them, with no exchange of the aggregated rows. The
 percentiles are exact, by nearest rank (`percentiles`).
 """
 
@@ -15,6 +15,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from kafkatap.pipelines.intermediates import clustered
 from kafkatap.pipelines.transforms.common import batch_taken
 from kafkatap.pipelines.transforms.percentiles import nearest_rank, ranked
 
@@ -30,8 +31,8 @@ def _produced(batches: DataFrame) -> DataFrame:
     sent = batches.where((F.col("direction") == "produce") & F.col("assigned_offset").isNotNull()
                          & (F.col("assigned_offset") >= 0) & ~F.col("is_control"))
     last = F.col("assigned_offset") + F.col("last_offset") - F.col("base_offset")
-    return (sent.select("topic", "partition", "ts", F.explode(F.sequence("assigned_offset", last)).alias("offset"))
-            .repartition(*KEY).groupBy(*KEY).agg(F.min("ts").alias("produced_ts")))
+    offsets = sent.select("topic", "partition", "ts", F.explode(F.sequence("assigned_offset", last)).alias("offset"))
+    return clustered(offsets, *KEY).groupBy(*KEY).agg(F.min("ts").alias("produced_ts"))
 
 
 def _delivered(batches: DataFrame, links: DataFrame) -> DataFrame:
@@ -45,9 +46,9 @@ def _delivered(batches: DataFrame, links: DataFrame) -> DataFrame:
            .withColumn("client_id", F.when(F.col("group_id").isNull(), F.col("client_id")))
            .withColumn("first", F.greatest("base_offset", F.coalesce("fetch_offset", "base_offset")))
            .where(F.col("last_offset") >= F.col("first")))
-    return (got.select("group_id", "client_id", "topic", "partition", "ts",
-                       F.explode(F.sequence("first", "last_offset")).alias("offset"))
-            .repartition(*KEY).groupBy("group_id", "client_id", *KEY).agg(F.min("ts").alias("delivered_ts")))
+    offsets = got.select("group_id", "client_id", "topic", "partition", "ts",
+                         F.explode(F.sequence("first", "last_offset")).alias("offset"))
+    return clustered(offsets, *KEY).groupBy("group_id", "client_id", *KEY).agg(F.min("ts").alias("delivered_ts"))
 
 
 def _create_times(records: DataFrame | None) -> DataFrame | None:

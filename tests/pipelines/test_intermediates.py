@@ -9,7 +9,7 @@ from pyspark.sql import functions as F
 
 from kafkatap.pipelines.inputs import short_run
 from kafkatap.pipelines.intermediates import (
-    ONE_PARTITION_BYTES, QUICK_JIT_BYTES, intermediate, materialize, once_per_run, partitioned, run_conf
+    ONE_PARTITION_BYTES, QUICK_JIT_BYTES, clustered, intermediate, materialize, once_per_run, partitioned, run_conf
 )
 from kafkatap.pipelines.report import JOBS, with_needs
 
@@ -74,6 +74,32 @@ def test_a_one_partition_run_needs_no_shuffle_and_restores_the_settings(spark) -
         spark.conf.set("spark.sql.shuffle.partitions", before["spark.sql.shuffle.partitions"] or "200")
     assert partitioned(df, False) is df
     assert run_conf(ONE_PARTITION_BYTES + 1) == {}  # a large input keeps Spark's own settings
+
+
+@pytest.mark.spark
+def test_clustered_exchanges_once_by_its_keys_except_in_a_one_partition_run(spark) -> None:
+    """Exchanged by k, the aggregation by (k, v) and the join on k after it need no exchange of their own; a
+    one-partition run's rows need none at all."""
+    df = spark.createDataFrame([(i % 3, i) for i in range(30)], ["k", "v"])
+    before = {key: spark.conf.get(key, None) for key in ("spark.sql.shuffle.partitions", "spark.sql.adaptive.enabled")}
+    spark.conf.set("spark.sql.shuffle.partitions", "4")
+    spark.conf.set("spark.sql.adaptive.enabled", "false")  # the plan as planned, not as adapted to 30 rows
+    try:
+        with once_per_run(spark, ONE_PARTITION_BYTES + 1):
+            by_k = clustered(df, "k")
+            firsts = by_k.groupBy("k", "v").agg(F.count(F.lit(1)).alias("n"))
+            joined = firsts.join(by_k.groupBy("k").agg(F.max("v").alias("m")), "k")
+            plan = joined._jdf.queryExecution().executedPlan().toString()
+            exchanges = [line for line in plan.splitlines() if "Exchange hashpartitioning" in line]
+            assert exchanges and all("REPARTITION_BY_COL" in line for line in exchanges), plan
+    finally:
+        for key, value in before.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+    with once_per_run(spark, 0):
+        assert clustered(df, "k") is df
 
 
 def test_a_short_run_is_a_local_input_of_at_most_quick_jit_bytes(tmp_path) -> None:
