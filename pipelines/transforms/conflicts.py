@@ -61,8 +61,7 @@ def _linked_fetches(batches: DataFrame, spans: DataFrame) -> DataFrame:
                .where((F.col("direction") == "fetch") & ~F.col("is_control")
                       & batch_taken())
                .select("conn_id", "correlation_id", "client_id", "client_host", "ts", "topic", "partition")
-               .dropDuplicates(["conn_id", "correlation_id", "topic", "partition"])
-               .withColumn("delivery_id", F.xxhash64("conn_id", "correlation_id", "topic", "partition")))
+               .dropDuplicates(["conn_id", "correlation_id", "topic", "partition"]))
     return link_deliveries(fetched, spans).where(F.col("link") == "linked")
 
 

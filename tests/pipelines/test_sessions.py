@@ -11,7 +11,7 @@ from kafkatap.pipelines import schema
 from kafkatap.pipelines.transforms.connections import connections
 from kafkatap.pipelines.transforms.epochs import epoch_events
 from kafkatap.pipelines.transforms.groups import group_commits, groups
-from kafkatap.pipelines.transforms.links import fetch_links
+from kafkatap.pipelines.transforms.links import fetch_links, link_deliveries
 from kafkatap.pipelines.transforms.members import member_spans, members
 from kafkatap.pipelines.transforms.producers import producers, transactions
 from kafkatap.pipelines.transforms.share_members import share_members
@@ -138,6 +138,28 @@ def test_fetch_links_report_ambiguity(spark):
            for r in rows(fetch_links(f, member_spans(members(f, table(spark, BATCHES, [])))))]
     assert got == [("f1", "ambiguous", "g", None, ["g/m1", "g/m2"]), ("f2", "linked", "g", "m3", ["g/m3"]),
                    ("f3", "unlinked", None, None, [])]
+
+
+
+def test_deliveries_link_to_the_members_alive_at_their_instant(spark):
+    """Each delivery meets the members whose span holds its instant, ends included, to the microsecond: m1 [1, 3]
+    and m2 [3, 5] of client x meet at 3, m3 [7, 8] leaves a gap, m4 [7.5, 9] overlaps it."""
+    us = 1e-6
+    spans = spark.createDataFrame(
+        [("g", m, "x", "h", t(a), t(b)) for m, a, b in [("m1", 1, 3), ("m2", 3, 5), ("m3", 7, 8), ("m4", 7.5, 9)]],
+        "group_id string, member_id string, client_id string, client_host string, span_start timestamp, "
+        "span_end timestamp")
+    at = {"before": t(1 - us), "start": t(1), "inside": t(2), "shared end": t(3), "after shared": t(3 + us),
+          "end": t(5), "just after": t(5 + us), "gap": t(6), "overlap": t(7.75), "last": t(9), "none": None}
+    deliveries = spark.createDataFrame([(name, "x", "h", ts) for name, ts in at.items()]
+                                       + [("other host", "x", "h2", t(2))],
+                                       "name string, client_id string, client_host string, ts timestamp")
+    got = {r["name"]: (r["link"], r["member_id"]) for r in rows(link_deliveries(deliveries, spans))}
+    assert got == {
+        "before": ("unlinked", None), "start": ("linked", "m1"), "inside": ("linked", "m1"),
+        "shared end": ("ambiguous", None), "after shared": ("linked", "m2"), "end": ("linked", "m2"),
+        "just after": ("unlinked", None), "gap": ("unlinked", None), "overlap": ("ambiguous", None),
+        "last": ("linked", "m4"), "none": ("unlinked", None), "other host": ("unlinked", None)}
 
 
 def test_producer_transactions_and_fencing(spark):

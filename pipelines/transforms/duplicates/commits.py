@@ -11,6 +11,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
+from kafkatap.pipelines.intermediates import clustered
 from kafkatap.pipelines.transforms.common import nonempty, request_str
 
 COMMIT = "struct<topics:array<struct<name:string,partitions:array<struct<partition_index:int,committed_offset:bigint>>>>>"
@@ -53,6 +54,7 @@ def with_consumed(deliveries: DataFrame, committed: DataFrame) -> DataFrame:
     is_fetch = F.col("delivery_id").isNotNull()
     response = Window.partitionBy(*key, "ts")  # a fetch response's batches share its time
     both = (narrow.join(committing, pairs, "left_semi").unionByName(marks, allowMissingColumns=True)
+            .transform(lambda rows: clustered(rows, *key))  # one exchange for every window below
             .withColumn("_us", F.unix_micros("ts"))
             .withColumn("_fetch_clip", F.min(F.when(is_fetch, F.col("clip"))).over(response))
             .withColumn("_resp_last", F.max(F.when(is_fetch, F.col("last_offset"))).over(response))
