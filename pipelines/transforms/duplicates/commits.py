@@ -14,7 +14,8 @@ from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 from kafkatap.pipelines.intermediates import clustered
 from kafkatap.pipelines.transforms.common import nonempty, request_str
 
-COMMIT = "struct<topics:array<struct<name:string,partitions:array<struct<partition_index:int,committed_offset:bigint>>>>>"
+COMMIT = ("struct<topics:array<struct<name:string,"
+          "partitions:array<struct<partition_index:int,committed_offset:bigint>>>>>")
 
 
 def commits(frames: DataFrame) -> DataFrame:
@@ -49,18 +50,18 @@ def with_consumed(deliveries: DataFrame, committed: DataFrame) -> DataFrame:
     # partitions the member committed: without a commit a delivery counts whole, so no sort can change it.
     narrow = deliveries.select(*key, "ts", "delivery_id", "clip", "last_offset")
     marks = committed.select(*key, "ts", F.col("committed_offset").alias("_commit"))
-    committing = marks.select(*key).distinct()
+    committing = marks.select(*key).distinct()  # a row per member and partition it committed: broadcast
     pairs = [narrow[c].eqNullSafe(committing[c]) for c in key]
     is_fetch = F.col("delivery_id").isNotNull()
     response = Window.partitionBy(*key, "ts")  # a fetch response's batches share its time
-    both = (narrow.join(committing, pairs, "left_semi").unionByName(marks, allowMissingColumns=True)
+    both = (narrow.join(F.broadcast(committing), pairs, "left_semi").unionByName(marks, allowMissingColumns=True)
             .transform(lambda rows: clustered(rows, *key))  # one exchange for every window below
             .withColumn("_us", F.unix_micros("ts"))
             .withColumn("_fetch_clip", F.min(F.when(is_fetch, F.col("clip"))).over(response))
             .withColumn("_resp_last", F.max(F.when(is_fetch, F.col("last_offset"))).over(response))
             .withColumn("_fetch_us", F.when(is_fetch, F.col("_us")))
             .withColumn("_commit_us", F.when(F.col("_commit").isNotNull(), F.col("_us"))))
-    ordered = Window.partitionBy(*key).orderBy("_us")
+    ordered = Window.partitionBy(*key).orderBy("ts")  # the response windows' order: no sort of its own
     # "the next value at a later time" as the last one over a reversed, growing frame: Spark evaluates a frame that
     # runs to unboundedFollowing from a moving start again for every row (quadratic in a partition's fetches)
     later = Window.partitionBy(*key).orderBy(F.col("_us").desc()).rangeBetween(Window.unboundedPreceding, -1)
@@ -79,12 +80,13 @@ def with_consumed(deliveries: DataFrame, committed: DataFrame) -> DataFrame:
     # names the stretch it belongs to
     stretch = F.max("_fetch_us").over(ordered.rangeBetween(Window.unboundedPreceding, 0))
     furthest = F.max("_commit").over(Window.partitionBy(*key, "_stretch"))
-    cuts = (both.withColumn("_stretch", stretch).withColumn("_furthest", furthest)
-            .withColumn("next_position", F.coalesce("_furthest", nxt["_commit"]))
-            .withColumn("_ncommit_us", nxt["_commit_us"])
-            .withColumn("_nfetch_us", nxt["_fetch_us"]).withColumn("_nfetch_clip", nxt["_fetch_clip"])
-            .withColumn("_prev_commit", F.last("_commit", ignorenulls=True).over(
-                ordered.rangeBetween(Window.unboundedPreceding, 0)))
+    # windows of one order side by side, so each order is one sort
+    cuts = (both.withColumns({"_stretch": stretch, "_prev_commit": F.last("_commit", ignorenulls=True).over(
+                ordered.rangeBetween(Window.unboundedPreceding, 0))})
+            .withColumn("_furthest", furthest)
+            .withColumns({"_next_commit": nxt["_commit"], "_ncommit_us": nxt["_commit_us"],
+                          "_nfetch_us": nxt["_fetch_us"], "_nfetch_clip": nxt["_fetch_clip"]})
+            .withColumn("next_position", F.coalesce("_furthest", "_next_commit"))
             .where(is_fetch)
             .select("delivery_id", "next_position", F.when(reset & evidence & reset_at.isNotNull(),
                                                            F.least(F.col("last_offset"), reset_at - 1))

@@ -35,15 +35,19 @@ def _consumer_deliveries(batches: DataFrame, spans: DataFrame) -> DataFrame:
 def _coverage_runs(deliveries: DataFrame, key: list[str]) -> DataFrame:
     """Runs of offsets fetched at least twice, with how many fetches (`wire_deliveries`) and how many consumed
     deliveries (`deliveries`) cover each."""
-    consumed = deliveries.where(F.col("consumed_last") >= F.col("clip"))
-    segments = (sweep(key, (deliveries, "clip", "last_offset", {"wire_deliveries": F.lit(1)}),
-                       (consumed, "clip", "consumed_last", {"deliveries": F.lit(1)}))
+    # A delivery consumed to its end is one range for both counters; only those cut short add a range of their own
+    # (the sweep then reads half the edges: most deliveries are consumed whole).
+    whole = F.col("consumed_last") == F.col("last_offset")
+    cut = deliveries.where((F.col("consumed_last") >= F.col("clip")) & ~whole)
+    segments = (sweep(key, (deliveries, "clip", "last_offset",
+                            {"wire_deliveries": F.lit(1), "deliveries": F.when(whole, 1).otherwise(0)}),
+                       (cut, "clip", "consumed_last", {"deliveries": F.lit(1)}))
                 .where(F.col("wire_deliveries") >= 2)
                 .withColumn("_app", F.col("deliveries") >= 2))
     segments = segments.withColumn("_count", F.when(F.col("_app"), F.col("deliveries"))
                                    .otherwise(F.col("wire_deliveries")))
     return islands(segments, [*key, "_app", "_count"], F.max("wire_deliveries").alias("wire_deliveries"),
-                    F.max("deliveries").alias("deliveries")).drop("_app", "_count")
+                    F.max("deliveries").alias("deliveries"), key=key).drop("_app", "_count")
 
 
 def _first_two(runs: DataFrame, deliveries: DataFrame, key: list[str]) -> DataFrame:

@@ -11,11 +11,11 @@ from kafkatap.pipelines.transforms.duplicates.segments import OUTPUT, islands, n
 from kafkatap.pipelines.transforms.ranges import overlapping
 
 
-def _acquisition_segments(acquired: DataFrame, again: DataFrame, key: list[str]) -> DataFrame:
+def _acquisition_segments(acquired: DataFrame, key: list[str]) -> DataFrame:
     """One sweep over a share partition's acquisitions: per offset segment, how many acquisitions cover it
     (`deliveries`) and how many of those had a delivery count above 1 (`_again`)."""
-    offsets = ("first_offset", "last_offset")
-    return sweep(key, (acquired, *offsets, {"deliveries": F.lit(1)}), (again, *offsets, {"_again": F.lit(1)}))
+    weights = {"deliveries": F.lit(1), "_again": F.when(F.col("delivery_count") > 1, 1).otherwise(0)}
+    return sweep(key, (acquired, "first_offset", "last_offset", weights))
 
 
 def _acquired_before_capture(segments: DataFrame, again: DataFrame, key: list[str]) -> DataFrame:
@@ -35,8 +35,8 @@ def share_duplicates(share: DataFrame) -> DataFrame:
     key = ["group_id", "topic", "partition"]
     acquired = share.where(F.col("kind") == "acquired")
     again = acquired.where(F.col("delivery_count") > 1)
-    segments = _acquisition_segments(acquired, again, key)
-    runs = islands(segments.where(F.col("deliveries") >= 2), [*key, "deliveries"])
+    segments = _acquisition_segments(acquired, key)
+    runs = islands(segments.where(F.col("deliveries") >= 2), [*key, "deliveries"], key=key)
     offsets = ("first_offset", "last_offset")
     who = F.struct(F.col("a_ts").alias("ts"), F.col("a_member_id").alias("member_id"),
                    F.col("a_conn_id").alias("conn_id"), F.col("a_client_id").alias("client_id"))
