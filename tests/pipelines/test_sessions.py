@@ -140,7 +140,6 @@ def test_fetch_links_report_ambiguity(spark):
                    ("f3", "unlinked", None, None, [])]
 
 
-
 def test_deliveries_link_to_the_members_alive_at_their_instant(spark):
     """Each delivery meets the members whose span holds its instant, ends included, to the microsecond: m1 [1, 3]
     and m2 [3, 5] of client x meet at 3, m3 [7, 8] leaves a gap, m4 [7.5, 9] overlaps it."""
