@@ -28,6 +28,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 ONE_PARTITION_BYTES = 256 << 20
 """Inputs (the dissector's Parquet) up to this size are analysed in one partition: about two million frames, a few
@@ -42,6 +43,9 @@ compiler's work is about the same on any input (it compiles Spark's own planner 
 over enough rows. `kafkatap analyze`, one run each way, quiet machine: the 215k-frame chatty capture (13 MB) 44 s
 with the quick compiler only against 55 s with both (the JVM's CPU 72 against 112 s, 35 s of it the optimizing
 compiler's thread); 1,043,908 generated frames (67 MB) 144 s against 131 s."""
+BROADCAST_ROWS = 250_000
+"""Materialized rows up to this many are broadcast to a join (`broadcast_small`): at the width of the consumer
+duplicates' runs (about 110 bytes a row as Spark's rows), about 30 MB, which every executor holds once."""
 ONE_PARTITION_CONF = {
     "spark.sql.shuffle.partitions": "1",  # what a checkpointed leaf's few shuffles use
     "spark.sql.autoBroadcastJoinThreshold": "-1",
@@ -150,6 +154,18 @@ def materialize(df: DataFrame) -> DataFrame:
     Inside a one-partition run they stay one partition."""
     run = _RUN.get()
     return partitioned(df.localCheckpoint(eager=True), run is not None and run.one_partition)
+
+
+def broadcast_small(df: DataFrame) -> DataFrame:
+    """`df` materialized and, when it has at most BROADCAST_ROWS rows, marked for broadcast to the join that reads it,
+    so the other side, however large, is neither exchanged nor sorted for that join. Spark cannot size a
+    materialized leaf itself (its estimate is Long.MAX_VALUE), so the rows are counted. Inside a one-partition run,
+    `df` itself: hints are off there, and the count would be a Spark job of its own."""
+    run = _RUN.get()
+    if run is not None and run.one_partition:
+        return df
+    kept = materialize(df)
+    return F.broadcast(kept) if kept.count() <= BROADCAST_ROWS else kept
 
 
 def intermediate(fn: Intermediate) -> Intermediate:

@@ -5,7 +5,8 @@ on a sample, quadratic on a day of traffic. Here both sides are also split into 
 on the bucket too, so a row only meets rows near its offsets; each pair is kept in one bucket only (the one where
 their intersection starts), so no pair is counted twice. Ranges wider than WIDE buckets (huge or corrupt batches) are
 joined on the key alone (through a sentinel bucket) instead of being exploded into millions of buckets; they are
-rare.
+rare. A side whose ranges are single offsets (its first and last columns are one) is never wide, so the other side
+needs no sentinel row for it.
 """
 
 from __future__ import annotations
@@ -23,13 +24,15 @@ WIDE = 256
 LEFT_WIDE, RIGHT_WIDE = -(2**62), -(2**62) - 1
 
 
-def _bucketed(df: DataFrame, lo: str, hi: str, name: str, meets: int) -> DataFrame:
-    """One row per bucket the range [lo, hi] touches plus one at `meets` (the other side's wide rows), as `name`;
-    a wide range gets both sentinels instead of its buckets."""
+def _bucketed(df: DataFrame, lo: str, hi: str, name: str, meets: int | None) -> DataFrame:
+    """One row per bucket the range [lo, hi] touches plus one at `meets` (the other side's wide rows; None when the
+    other side has none), as `name`; a wide range gets both sentinels instead of its buckets."""
     first, last = F.floor(F.col(lo) / BUCKET), F.floor(F.col(hi) / BUCKET)
     wide = F.coalesce(last - first > WIDE, F.lit(False))
-    buckets = F.when(wide, F.array(F.lit(LEFT_WIDE).cast("long"), F.lit(RIGHT_WIDE).cast("long"))).otherwise(
-        F.concat(F.sequence(first, F.greatest(first, last)), F.array(F.lit(meets).cast("long"))))
+    narrow = F.sequence(first, F.greatest(first, last))
+    if meets is not None:
+        narrow = F.concat(narrow, F.array(F.lit(meets).cast("long")))
+    buckets = F.when(wide, F.array(F.lit(LEFT_WIDE).cast("long"), F.lit(RIGHT_WIDE).cast("long"))).otherwise(narrow)
     return df.withColumn(f"{name}_wide", wide).withColumn(name, F.explode(buckets))
 
 
@@ -41,7 +44,9 @@ def overlapping(left: DataFrame, right: DataFrame, key: list[str], left_range: t
     r = right.select(*[F.col(c).alias(prefix + c) for c in right.columns])
     llo, lhi = left_range
     rlo, rhi = prefix + right_range[0], prefix + right_range[1]
-    lb, rb = _bucketed(left, llo, lhi, "_lb", RIGHT_WIDE), _bucketed(r, rlo, rhi, "_rb", LEFT_WIDE)
+    # single offsets are never wide: the ranges a point side meets need no sentinel row (one row fewer each)
+    lb = _bucketed(left, llo, lhi, "_lb", None if right_range[0] == right_range[1] else RIGHT_WIDE)
+    rb = _bucketed(r, rlo, rhi, "_rb", None if llo == lhi else LEFT_WIDE)
     same_key: list[Column] = [F.col(k).eqNullSafe(F.col(prefix + k)) for k in key]
     overlap = (F.col(llo) <= F.col(rhi)) & (F.col(rlo) <= F.col(lhi))
     start = F.floor(F.greatest(F.col(llo), F.col(rlo)) / BUCKET)

@@ -8,8 +8,10 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from kafkatap.pipelines.inputs import short_run
+from kafkatap.pipelines import intermediates
 from kafkatap.pipelines.intermediates import (
-    ONE_PARTITION_BYTES, QUICK_JIT_BYTES, clustered, intermediate, materialize, once_per_run, partitioned, run_conf
+    ONE_PARTITION_BYTES, QUICK_JIT_BYTES, broadcast_small, clustered, intermediate, materialize, once_per_run,
+    partitioned, run_conf
 )
 from kafkatap.pipelines.report import JOBS, with_needs
 
@@ -100,6 +102,37 @@ def test_clustered_exchanges_once_by_its_keys_except_in_a_one_partition_run(spar
                 spark.conf.set(key, value)
     with once_per_run(spark, 0):
         assert clustered(df, "k") is df
+
+
+@pytest.mark.spark
+def test_a_small_materialized_side_is_broadcast_and_a_large_one_is_not(spark, monkeypatch) -> None:
+    """Up to BROADCAST_ROWS rows, the join that reads them broadcasts them and leaves the other side as it is; over
+    it, the join is planned as Spark plans it; inside a one-partition run, nothing is counted or hinted."""
+    big = spark.createDataFrame([(i % 7, i) for i in range(200)], ["k", "v"])
+    small = spark.createDataFrame([(k, f"k{k}") for k in range(5)], ["k", "name"])
+    saved = {key: spark.conf.get(key, None) for key in ("spark.sql.optimizer.disableHints",
+                                                         "spark.sql.autoBroadcastJoinThreshold")}
+    spark.conf.set("spark.sql.optimizer.disableHints", "false")  # the test session's are a one-partition run's
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")  # only the hint can make it a broadcast
+    try:
+        plans, rows = {}, {}
+        for limit in (5, 4):
+            monkeypatch.setattr(intermediates, "BROADCAST_ROWS", limit)
+            with once_per_run(spark, ONE_PARTITION_BYTES + 1):
+                joined = big.join(broadcast_small(small), "k")
+                plans[limit] = joined._jdf.queryExecution().executedPlan().toString()
+                rows[limit] = sorted(map(tuple, joined.collect()))
+        assert "BroadcastHashJoin" in plans[5], plans[5]
+        assert "BroadcastHashJoin" not in plans[4], plans[4]
+        assert rows[5] == rows[4] and len(rows[5]) == len([i for i in range(200) if i % 7 < 5])
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+    with once_per_run(spark, 0):
+        assert broadcast_small(small) is small
 
 
 def test_a_short_run_is_a_local_input_of_at_most_quick_jit_bytes(tmp_path) -> None:
