@@ -3,12 +3,15 @@ run before it."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import pytest
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from kafkatap.pipelines.inputs import short_run
 from kafkatap.pipelines import intermediates
+from kafkatap.pipelines.inputs import short_run
 from kafkatap.pipelines.intermediates import (
     ONE_PARTITION_BYTES, QUICK_JIT_BYTES, broadcast_small, clustered, intermediate, materialize, once_per_run,
     partitioned, run_conf
@@ -24,6 +27,22 @@ calls: list[int] = []
 def counted(df: DataFrame) -> DataFrame:
     calls.append(1)
     return df.groupBy("k").agg(F.count(F.lit(1)).alias("n"))
+
+
+@contextmanager
+def _settings(spark, settings: dict[str, str]) -> Iterator[None]:
+    """The session's `settings` inside, its own after."""
+    saved = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
 
 
 def _leaf(df: DataFrame) -> str:
@@ -83,10 +102,8 @@ def test_clustered_exchanges_once_by_its_keys_except_in_a_one_partition_run(spar
     """Exchanged by k, the aggregation by (k, v) and the join on k after it need no exchange of their own; a
     one-partition run's rows need none at all."""
     df = spark.createDataFrame([(i % 3, i) for i in range(30)], ["k", "v"])
-    before = {key: spark.conf.get(key, None) for key in ("spark.sql.shuffle.partitions", "spark.sql.adaptive.enabled")}
-    spark.conf.set("spark.sql.shuffle.partitions", "4")
-    spark.conf.set("spark.sql.adaptive.enabled", "false")  # the plan as planned, not as adapted to 30 rows
-    try:
+    # the plan as planned, not as adapted to 30 rows
+    with _settings(spark, {"spark.sql.shuffle.partitions": "4", "spark.sql.adaptive.enabled": "false"}):
         with once_per_run(spark, ONE_PARTITION_BYTES + 1):
             by_k = clustered(df, "k")
             firsts = by_k.groupBy("k", "v").agg(F.count(F.lit(1)).alias("n"))
@@ -94,12 +111,6 @@ def test_clustered_exchanges_once_by_its_keys_except_in_a_one_partition_run(spar
             plan = joined._jdf.queryExecution().executedPlan().toString()
             exchanges = [line for line in plan.splitlines() if "Exchange hashpartitioning" in line]
             assert exchanges and all("REPARTITION_BY_COL" in line for line in exchanges), plan
-    finally:
-        for key, value in before.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
     with once_per_run(spark, 0):
         assert clustered(df, "k") is df
 
@@ -110,27 +121,18 @@ def test_a_small_materialized_side_is_broadcast_and_a_large_one_is_not(spark, mo
     it, the join is planned as Spark plans it; inside a one-partition run, nothing is counted or hinted."""
     big = spark.createDataFrame([(i % 7, i) for i in range(200)], ["k", "v"])
     small = spark.createDataFrame([(k, f"k{k}") for k in range(5)], ["k", "name"])
-    saved = {key: spark.conf.get(key, None) for key in ("spark.sql.optimizer.disableHints",
-                                                         "spark.sql.autoBroadcastJoinThreshold")}
-    spark.conf.set("spark.sql.optimizer.disableHints", "false")  # the test session's are a one-partition run's
-    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")  # only the hint can make it a broadcast
-    try:
-        plans, rows = {}, {}
+    plans, rows = {}, {}
+    # hints on (the test session's settings are a one-partition run's), and only the hint can make a broadcast
+    with _settings(spark, {"spark.sql.optimizer.disableHints": "false", "spark.sql.autoBroadcastJoinThreshold": "-1"}):
         for limit in (5, 4):
             monkeypatch.setattr(intermediates, "BROADCAST_ROWS", limit)
             with once_per_run(spark, ONE_PARTITION_BYTES + 1):
                 joined = big.join(broadcast_small(small), "k")
                 plans[limit] = joined._jdf.queryExecution().executedPlan().toString()
                 rows[limit] = sorted(map(tuple, joined.collect()))
-        assert "BroadcastHashJoin" in plans[5], plans[5]
-        assert "BroadcastHashJoin" not in plans[4], plans[4]
-        assert rows[5] == rows[4] and len(rows[5]) == len([i for i in range(200) if i % 7 < 5])
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
+    assert "BroadcastHashJoin" in plans[5], plans[5]
+    assert "BroadcastHashJoin" not in plans[4], plans[4]
+    assert rows[5] == rows[4] and len(rows[5]) == len([i for i in range(200) if i % 7 < 5])
     with once_per_run(spark, 0):
         assert broadcast_small(small) is small
 
