@@ -3,7 +3,7 @@ delivery count saying the broker had delivered them before the capture began."""
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from kafkatap.pipelines.transforms.common import ISO
@@ -11,10 +11,15 @@ from kafkatap.pipelines.transforms.duplicates.segments import OUTPUT, islands, n
 from kafkatap.pipelines.transforms.ranges import overlapping
 
 
+def _again() -> Column:
+    """An acquisition of records the broker had delivered before (its delivery count above 1)."""
+    return F.col("delivery_count") > 1
+
+
 def _acquisition_segments(acquired: DataFrame, key: list[str]) -> DataFrame:
     """One sweep over a share partition's acquisitions: per offset segment, how many acquisitions cover it
     (`deliveries`) and how many of those had a delivery count above 1 (`_again`)."""
-    weights = {"deliveries": F.lit(1), "_again": F.when(F.col("delivery_count") > 1, 1).otherwise(0)}
+    weights = {"deliveries": F.lit(1), "_again": F.when(_again(), 1).otherwise(0)}
     return sweep(key, (acquired, "first_offset", "last_offset", weights))
 
 
@@ -34,7 +39,7 @@ def share_duplicates(share: DataFrame) -> DataFrame:
     offsets acquired once in the capture whose delivery count says they were delivered before it began."""
     key = ["group_id", "topic", "partition"]
     acquired = share.where(F.col("kind") == "acquired")
-    again = acquired.where(F.col("delivery_count") > 1)
+    again = acquired.where(_again())
     segments = _acquisition_segments(acquired, key)
     runs = islands(segments.where(F.col("deliveries") >= 2), [*key, "deliveries"], key=key)
     offsets = ("first_offset", "last_offset")
