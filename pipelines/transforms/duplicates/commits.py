@@ -11,7 +11,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
-from kafkatap.pipelines.intermediates import clustered
+from kafkatap.pipelines.intermediates import broadcast_small, clustered
 from kafkatap.pipelines.transforms.common import nonempty, request_str
 
 COMMIT = ("struct<topics:array<struct<name:string,"
@@ -50,11 +50,11 @@ def with_consumed(deliveries: DataFrame, committed: DataFrame) -> DataFrame:
     # partitions the member committed: without a commit a delivery counts whole, so no sort can change it.
     narrow = deliveries.select(*key, "ts", "delivery_id", "clip", "last_offset")
     marks = committed.select(*key, "ts", F.col("committed_offset").alias("_commit"))
-    committing = marks.select(*key).distinct()  # a row per member and partition it committed: broadcast
+    committing = broadcast_small(marks.select(*key).distinct())  # a row per member and partition it committed
     pairs = [narrow[c].eqNullSafe(committing[c]) for c in key]
     is_fetch = F.col("delivery_id").isNotNull()
     response = Window.partitionBy(*key, "ts")  # a fetch response's batches share its time
-    both = (narrow.join(F.broadcast(committing), pairs, "left_semi").unionByName(marks, allowMissingColumns=True)
+    both = (narrow.join(committing, pairs, "left_semi").unionByName(marks, allowMissingColumns=True)
             .transform(lambda rows: clustered(rows, *key))  # one exchange for every window below
             .withColumn("_us", F.unix_micros("ts"))
             .withColumn("_fetch_clip", F.min(F.when(is_fetch, F.col("clip"))).over(response))
