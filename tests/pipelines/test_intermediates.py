@@ -3,9 +3,6 @@ run before it."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 import pytest
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -17,6 +14,7 @@ from kafkatap.pipelines.intermediates import (
     partitioned, run_conf
 )
 from kafkatap.pipelines.report import JOBS, with_needs
+from tests.support.spark_settings import spark_settings
 
 pytestmark = pytest.mark.own_run
 
@@ -27,22 +25,6 @@ calls: list[int] = []
 def counted(df: DataFrame) -> DataFrame:
     calls.append(1)
     return df.groupBy("k").agg(F.count(F.lit(1)).alias("n"))
-
-
-@contextmanager
-def _settings(spark, settings: dict[str, str]) -> Iterator[None]:
-    """The session's `settings` inside, its own after."""
-    saved = {key: spark.conf.get(key, None) for key in settings}
-    for key, value in settings.items():
-        spark.conf.set(key, value)
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
 
 
 def _leaf(df: DataFrame) -> str:
@@ -103,7 +85,7 @@ def test_clustered_exchanges_once_by_its_keys_except_in_a_one_partition_run(spar
     one-partition run's rows need none at all."""
     df = spark.createDataFrame([(i % 3, i) for i in range(30)], ["k", "v"])
     # the plan as planned, not as adapted to 30 rows
-    with _settings(spark, {"spark.sql.shuffle.partitions": "4", "spark.sql.adaptive.enabled": "false"}):
+    with spark_settings(spark, {"spark.sql.shuffle.partitions": "4", "spark.sql.adaptive.enabled": "false"}):
         with once_per_run(spark, ONE_PARTITION_BYTES + 1):
             by_k = clustered(df, "k")
             firsts = by_k.groupBy("k", "v").agg(F.count(F.lit(1)).alias("n"))
@@ -123,7 +105,8 @@ def test_a_small_materialized_side_is_broadcast_and_a_large_one_is_not(spark, mo
     small = spark.createDataFrame([(k, f"k{k}") for k in range(5)], ["k", "name"])
     plans, rows = {}, {}
     # hints on (the test session's settings are a one-partition run's), and only the hint can make a broadcast
-    with _settings(spark, {"spark.sql.optimizer.disableHints": "false", "spark.sql.autoBroadcastJoinThreshold": "-1"}):
+    hints = {"spark.sql.optimizer.disableHints": "false", "spark.sql.autoBroadcastJoinThreshold": "-1"}
+    with spark_settings(spark, hints):
         for limit in (5, 4):
             monkeypatch.setattr(intermediates, "BROADCAST_ROWS", limit)
             with once_per_run(spark, ONE_PARTITION_BYTES + 1):

@@ -8,7 +8,9 @@ from collections import defaultdict
 import pytest
 from pyspark.sql import functions as F
 
+from kafkatap.pipelines.intermediates import ONE_PARTITION_BYTES, once_per_run
 from kafkatap.pipelines.transforms.duplicates.segments import islands, sweep
+from tests.support.spark_settings import spark_settings
 
 pytestmark = pytest.mark.spark
 
@@ -48,16 +50,20 @@ def _oracle(ranges: list[tuple]) -> set[tuple]:
     return runs
 
 
+@pytest.mark.own_run
+@pytest.mark.parametrize("input_bytes", [0, ONE_PARTITION_BYTES + 1], ids=["one partition", "exchanged by key"])
 @pytest.mark.parametrize("by_key", [False, True], ids=["partitioned by every column", "ordered by key"])
-def test_sweep_and_islands_equal_counting_each_offset(spark, by_key):
+def test_sweep_and_islands_equal_counting_each_offset(spark, by_key, input_bytes):
+    """In a one-partition run and in a run whose sweep exchanges its edges by key (into 4 partitions)."""
     ranges = _ranges(random.Random(11), 160)
     df = spark.createDataFrame(ranges, ["g", "p", "lo", "hi", "flag"])
     # one source with a conditional weight, as the consumer and share duplicates fold their second counter
     weights = {"n": F.lit(1), "m": F.when(F.col("flag"), 1).otherwise(0)}
-    segments = sweep(KEY, (df, "lo", "hi", weights)).where(F.col("n") >= 2)
     same = [*KEY, "n", "m"]
-    runs = islands(segments, same, key=KEY) if by_key else islands(segments, same)
-    got = {tuple(r) for r in runs.select(*KEY, "first_offset", "last_offset", "n", "m").collect()}
+    with spark_settings(spark, {"spark.sql.shuffle.partitions": "4"}), once_per_run(spark, input_bytes):
+        segments = sweep(KEY, (df, "lo", "hi", weights)).where(F.col("n") >= 2)
+        runs = islands(segments, same, key=KEY) if by_key else islands(segments, same)
+        got = {tuple(r) for r in runs.select(*KEY, "first_offset", "last_offset", "n", "m").collect()}
     want = _oracle(ranges)
     assert got == want
     assert len(want) > 20 and any(r[0] is None for r in want)  # the data really overlaps, the null key too
