@@ -14,16 +14,18 @@ from __future__ import annotations
 import json
 from datetime import datetime
 
-import pyarrow.parquet as pq
 import pytest
 
 import kafkatap
 from kafkatap.api import Outputs
+from kafkatap.dissect.tables.schema import BATCHES
 from kafkatap.pipelines import schema
 from kafkatap.pipelines.storage import read_table
 from kafkatap.samples.kafka import HEARTBEAT_MS, SESSION_TIMEOUT_MS
 from tests.support.dissected_rows import rows
 from tests.support.paths import REAL_BROKER_SAMPLES, SAMPLES
+from tests.support.truth_checks import (check_duplicates, check_fenced, check_frozen_member, check_produced, frozen,
+                                        produced)
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 CALLBACKS = ("partitions_assigned", "partitions_revoked", "partitions_lost")
@@ -407,17 +409,20 @@ def test_streams_task_moves_are_rebalance_episodes(streams):
     assert stall["wall"] + SESSION_TIMEOUT_MS / 1000 - 1 <= _wall(expiry["start_ts"]) <= resumed["wall"]
 
 
-def test_kafkatap_report_holds_the_clients_truth(reported):
-    """`kafkatap report` on each real-broker capture: the records the producers had acknowledged, the fencings and
-    the duplicate deliveries the clients saw are the report's, in its summary and in its tables."""
+def test_kafkatap_report_holds_the_clients_truth(spark, reported):
+    """`kafkatap report` on each real-broker capture: the records the producers had acknowledged (per partition),
+    the fencings and the duplicate deliveries the clients saw, and a frozen member's fencing, are the report's, in
+    its summary and in its tables (the checks tests/pipelines/test_samples.py makes of the other samples)."""
     truth, done = reported
     summary = done.report_summary
     assert summary["produced_records"] == sum(truth["produced_by_partition"].values())
     assert summary["duplicate_records"] == {k: v for k, v in truth["duplicate_records"].items() if v}
-    keys = ("kind", "group_id", "transactional_id", "member_id", "producer_id", "error_name", "client_id")
-    fenced = [r for r in pq.read_table(done.report / "fenced_epochs").to_pylist()
-              if r["kind"] != "partition_leader"]  # a leader change, checked against the client's log elsewhere
-    assert sorted(tuple(r[k] for k in keys) for r in fenced) == sorted(
-        tuple(f[k] for k in keys) for f in truth["fenced_epochs"])
-    assert all(r["cause"] for r in fenced if not r["inferred"])  # each fencing explained
+    tables = _tables(spark, done, fenced="fenced_epochs", duplicates="duplicate_deliveries")
+    check_fenced(truth, tables["fenced"])
+    check_duplicates(truth, tables["duplicates"])
+    check_produced(truth, rows(produced(read_table(spark, str(done.dissected), "batches", BATCHES))))
+    if frozen(truth):
+        check_frozen_member(truth, tables["fenced"])
+    # each member's and producer's fencing explained (a partition leader's is checked against the client's log)
+    assert all(r["cause"] for r in tables["fenced"] if not r["inferred"] and r["kind"] != "partition_leader")
     assert done.page.exists()

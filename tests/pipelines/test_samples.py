@@ -1,21 +1,19 @@
 """End to end: the bundled sample captures, dissected and analyzed, against the samples' ground truth.
 
 Each sample is dissected (with records) and its fencings, duplicate deliveries and produced records are computed
-with the transforms' functions and compared with the truth the workload recorded; one sample also goes through
-`kafkatap analyze` end to end.
+with the transforms' functions and compared with the truth the workload recorded (`tests/support/truth_checks.py`);
+one sample also goes through `kafkatap analyze` end to end. The real-broker samples are held to the same checks in
+tests/pipelines/test_kafka44_samples.py, on the whole report its tests read anyway: analyzed once, not twice.
 """
 
 from __future__ import annotations
 
 import json
-from collections import Counter
 from pathlib import Path
 
 import pytest
 
 import pyarrow.parquet as pq
-from pyspark.sql import functions as F
-
 from kafkatap.pipelines import schema
 from kafkatap.pipelines.intermediates import once_per_run
 from kafkatap.pipelines import cli as analyze
@@ -26,11 +24,14 @@ from kafkatap.pipelines.report import job_main, read_inputs
 from kafkatap.pipelines.storage import spark_schema
 from kafkatap.pipelines.transforms.summary import summary
 from tests.support.dissected_rows import rows
-from tests.support.paths import SAMPLES
+from tests.support.paths import REAL_BROKER_SAMPLES, SAMPLES
+from tests.support.truth_checks import (check_duplicates, check_fenced, check_frozen_member, check_produced, frozen,
+                                        produced)
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.own_run]
 
-TRUTHS = sorted(p for p in SAMPLES.glob("*.truth.json") if (SAMPLES / json.loads(p.read_text())["capture"]).exists())
+TRUTHS = sorted(p for p in SAMPLES.glob("*.truth.json") if (SAMPLES / json.loads(p.read_text())["capture"]).exists()
+                and p.name.removesuffix(".truth.json") not in REAL_BROKER_SAMPLES)
 
 
 @pytest.fixture(scope="session")
@@ -78,42 +79,26 @@ def _collect(spark, root: Path) -> dict[str, list[dict]]:
         fenced = fenced_epochs(inp.frames, inp.batches)
         spans = member_spans(members(inp.frames, inp.batches))
         dups = duplicate_deliveries(inp.frames, inp.batches, inp.records, inp.share, spans, fenced)
-        produced = (inp.batches.where((F.col("direction") == "produce") & ~F.col("is_control")
-                                      & (F.coalesce(F.col("partition_error_code"), F.lit(0)) == 0))  # written
-                    .groupBy("topic", "partition").agg(F.sum("record_count").alias("records")))
         return {"fenced": rows(fenced.drop("ts")), "dups": rows(dups.drop("first_delivery_ts", "redelivery_ts")),
-                "produced": rows(produced)}
+                "produced": rows(produced(inp.batches))}
 
 
-@pytest.mark.parametrize("sample", [p.name.removesuffix(".truth.json") for p in TRUTHS])
+SAMPLE_NAMES = [p.name.removesuffix(".truth.json") for p in TRUTHS]
+
+
+@pytest.mark.parametrize("sample", SAMPLE_NAMES)
 def test_fenced_epochs_match_truth(dissected, results, sample):
-    truth = dissected[sample][0]
-    keys = ("kind", "group_id", "transactional_id", "member_id", "producer_id", "error_name", "client_id")
-    # the truth's kinds are members' and producers'; a consumer refused a stale partition leader epoch
-    # (partition_leader) is checked against its client's logged errors (tests/pipelines/test_kafka44_cluster.py)
-    got = Counter(tuple(r[k] for k in keys) for r in results["fenced"] if r["kind"] != "partition_leader")
-    want = Counter(tuple(f[k] for k in keys) for f in truth["fenced_epochs"])
-    assert got == want
+    check_fenced(dissected[sample][0], results["fenced"])
 
 
-@pytest.mark.parametrize("sample", [p.name.removesuffix(".truth.json") for p in TRUTHS])
+@pytest.mark.parametrize("sample", SAMPLE_NAMES)
 def test_duplicate_deliveries_match_truth(dissected, results, sample):
-    truth = dissected[sample][0]
-    keys = ("kind", "group_id", "topic", "partition", "first_offset", "last_offset", "deliveries")
-    mine = [r for r in results["dups"] if not r["possible"] and not r["wire_only"]]
-    assert Counter(tuple(r[k] for k in keys) for r in mine) == Counter(
-        tuple(d[k] for k in keys) for d in truth["duplicate_deliveries"])
-    again: Counter = Counter()
-    for r in mine:
-        again[r["kind"]] += r["records"] * (r["deliveries"] - 1)
-    assert {k: v for k, v in again.items() if v} == {k: v for k, v in truth["duplicate_records"].items() if v}
+    check_duplicates(dissected[sample][0], results["dups"])
 
 
-@pytest.mark.parametrize("sample", [p.name.removesuffix(".truth.json") for p in TRUTHS])
+@pytest.mark.parametrize("sample", SAMPLE_NAMES)
 def test_records_per_partition_match_truth(dissected, results, sample):
-    truth = dissected[sample][0]
-    produced = {f"{r['topic']}/{r['partition']}": r["records"] for r in results["produced"]}
-    assert produced == truth["produced_by_partition"]
+    check_produced(dissected[sample][0], results["produced"])
 
 
 @pytest.fixture(scope="module")
@@ -176,22 +161,8 @@ def test_the_summary_is_one_spark_job(spark, dissected):
         "commit": 0, "abort": 0, "fenced": 0, "open": 0}
 
 
-FROZEN = [p.name.removesuffix(".truth.json") for p in TRUTHS if '"stalled_by_sigstop"' in p.read_text()]
-
-
-@pytest.mark.parametrize("sample", FROZEN)
+@pytest.mark.parametrize("sample", [p.name.removesuffix(".truth.json") for p in TRUTHS
+                                    if frozen(json.loads(p.read_text()))])
 def test_a_member_frozen_past_its_session_timeout_is_fenced_for_it(dissected, results, sample):
-    """The member the workload froze (SIGSTOP) until the coordinator removed it: its fencing names the session
-    timeout, with a silence the client's own freeze and resume times bound (plus at most a couple of heartbeat
-    intervals before the freeze) and, for a classic member, the session timeout it was configured with."""
-    truth = dissected[sample][0]
-    stop = next(e for e in truth["events"] if e["what"] == "stalled_by_sigstop")
-    resume = next(e for e in truth["events"]
-                  if e["what"] == "resumed_by_sigcont" and e["client_id"] == stop["client_id"])
-    config = next(c["config"] for c in truth["clients"] if c["client_id"] == stop["client_id"])
-    (row,) = [f for f in results["fenced"] if f["client_id"] == stop["client_id"] and not f["inferred"]]
-    frozen = resume["t"] - stop["t"]
-    assert row["cause"] == "session_timeout", row
-    assert frozen <= row["silent_s"] <= frozen + 2.5, (frozen, row["silent_s"])
-    assert row["session_timeout_ms"] == config.get("session_timeout_ms")  # KIP-848: a broker setting, not on the wire
-    assert stop["client_id"] in row["explanation"] and "the coordinator removed it" in row["explanation"]
+    """The member the workload froze (SIGSTOP) until the coordinator removed it is fenced for its session timeout."""
+    check_frozen_member(dissected[sample][0], results["fenced"])
