@@ -27,6 +27,7 @@ from concurrent.futures import FIRST_COMPLETED, CancelledError, Future, ThreadPo
 from dataclasses import dataclass
 
 import pyarrow as pa
+from pyspark import SparkContext
 from pyspark.sql import DataFrame, SparkSession
 
 from kafkatap.dissect.tables.schema import ANOMALIES, BATCHES, CONNECTIONS, FRAMES, RECORDS, SHARE
@@ -94,6 +95,9 @@ def read_inputs(spark: SparkSession, out: str) -> Inputs:
 JOB_PROPERTY = "kafkatap.job"
 """The Spark local property naming the kafkatap job a Spark job runs for (in the UI's and the event log's job
 properties)."""
+CALL_SITE_FORMS = ("callSite.short", "callSite.long")
+"""The local properties Spark reads a job's call site from (`org.apache.spark.util.CallSite`'s SHORT_FORM and
+LONG_FORM) before it computes one."""
 
 Step = Callable[[Inputs, Mapping[str, DataFrame], str], dict[str, DataFrame]]
 
@@ -219,16 +223,28 @@ bundled sample and a 215k-frame capture on two cores: see docs/performance.md.""
 def _run_job(spark: SparkSession, report: str, inp: Inputs, job: str, done: Mapping[str, DataFrame], window: str,
              stop: threading.Event) -> dict[str, DataFrame]:
     """One job's steps, in this thread; returns its tables as written. `stop` set: end before the next step."""
-    spark.sparkContext.setLocalProperty(JOB_PROPERTY, job)  # Spark's jobs and event log say whose they are
+    sc = spark.sparkContext
+    sc.setLocalProperty(JOB_PROPERTY, job)  # Spark's jobs and event log say whose they are
     written: dict[str, DataFrame] = {}
     try:
         for step in JOBS[job].steps:
             if stop.is_set():
                 raise CancelledError(job)
+            _call_site(sc, f"{job}: {step.__name__}")
             written |= _write(spark, report, step(inp, {**done, **written}, window), inp)
     finally:
-        spark.sparkContext.setLocalProperty(JOB_PROPERTY, None)
+        sc.setLocalProperty(JOB_PROPERTY, None)
+        _call_site(sc, None)
     return written
+
+
+def _call_site(sc: SparkContext, text: str | None) -> None:
+    """Name this thread's Spark jobs after the kafkatap job and step (the UI's and event log's description, instead
+    of `parquet at NativeMethodAccessorImpl.java:0`). Spark otherwise walks the Java stack for a call site at every
+    RDD it creates, hundreds per query here (`SparkContext.getCallSite`: about 3% of a sample's JVM CPU, Java Flight
+    Recorder). None: Spark's own again."""
+    for form in CALL_SITE_FORMS:
+        sc.setLocalProperty(form, text)
 
 
 def _run_jobs(spark: SparkSession, report: str, inp: Inputs, jobs: list[str], window: str,

@@ -209,3 +209,27 @@ def test_a_failed_job_stops_the_jobs_not_started_and_is_raised(spark, monkeypatc
     with pytest.raises(RuntimeError, match="a failed"):
         report._run_jobs(spark, "unused", None, ["a", "b", "c"], "1s", None)
     assert "b" not in spans  # never started: its need failed
+
+
+@pytest.mark.spark
+def test_a_steps_spark_jobs_are_named_after_the_kafkatap_job_and_step(spark, monkeypatch) -> None:
+    """Inside a step, every RDD Spark creates has the kafkatap job and step as its call site (what Spark's UI and
+    event log show, and no Java stack walked to find one); after the job, Spark finds its own again."""
+    import threading
+
+    from kafkatap.pipelines import report
+
+    def call_site() -> tuple[str, str]:
+        site = spark.sparkContext._jsc.sc().getCallSite()
+        return site.shortForm(), site.longForm()
+
+    seen: list[tuple[str, str]] = []
+
+    def load(inp, done, window):
+        seen.append(call_site())
+        return {}
+
+    monkeypatch.setattr(report, "JOBS", {"sessions": report.Job((load,))})
+    report._run_job(spark, "unused", None, "sessions", {}, "1s", threading.Event())
+    assert seen == [("sessions: load", "sessions: load")]
+    assert "sessions" not in call_site()[0]
