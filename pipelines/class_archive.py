@@ -12,6 +12,10 @@ user's cache); every later local run maps the archive. On the bundled sample, th
 archive belongs to one Java and one set of Spark jars: its name is a digest of both, and a JVM that still finds it
 unusable ignores it (-Xshare:auto, the default). KAFKATAP_CLASS_ARCHIVE names another folder for the archives, or
 `off`.
+
+Every new venv, Spark or Java makes a new archive, and the old one would stay in the cache for good (ten of them,
+1.4 GB, on a machine that reinstalled through a day). A JVM that maps an archive marks it used (its modification
+time), and each dump removes the archives, and half-written ones, no run has used for `UNUSED_DAYS`.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import hashlib
 import logging
 import os
 import shutil
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,6 +32,9 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 ENV = "KAFKATAP_CLASS_ARCHIVE"
+UNUSED_DAYS = 30
+"""An archive no run has mapped for this long belongs to an install that is gone (or rarely used: it is dumped again
+on its next run)."""
 log = logging.getLogger(__name__)
 _recording: list[Path] = []  # the archive this process's JVM records for, once it started one that does
 
@@ -58,9 +66,28 @@ def java_options() -> str:
     # the dump warns of every class it leaves out (hundreds of lines): none of them is the user's business
     quiet = "-Xlog:cds*=off"
     if path.exists():
+        _mark_used(path)
         return f"-XX:SharedArchiveFile={path} {quiet}"
     _recording.append(path)
     return f"-XX:+RecordDynamicDumpInfo {quiet}"
+
+
+def _mark_used(path: Path) -> None:
+    try:
+        os.utime(path)
+    except OSError:  # another user's cache: theirs to keep
+        pass
+
+
+def prune(folder: Path) -> None:
+    """Remove the archives (and half-written ones) in `folder` that no run has used for `UNUSED_DAYS`."""
+    oldest = time.time() - UNUSED_DAYS * 86400
+    for old in [*folder.glob("spark-*.jsa"), *folder.glob("spark-*.jsa.*.partial")]:
+        try:
+            if old.stat().st_mtime < oldest:
+                old.unlink()
+        except OSError:  # gone meanwhile, or not ours
+            pass
 
 
 def _array(gateway, cls, *items):
@@ -95,6 +122,7 @@ def dump(spark: "SparkSession") -> None:
             "vmCds", params, signature))
         if partial.exists():
             os.replace(partial, path)
+            prune(path.parent)
     except Exception as exc:  # noqa: BLE001 - the archive only saves time: the run itself succeeded
         partial.unlink(missing_ok=True)
         log.warning("no class archive written to %s: %s", path, exc)

@@ -52,3 +52,23 @@ def test_one_archive_per_java_and_jars_and_none_when_off(tmp_path: Path, monkeyp
     monkeypatch.setenv(class_archive.ENV, "off")
     monkeypatch.delenv("JAVA_HOME")
     assert class_archive.archive_path() is None and class_archive.java_options() == ""
+
+
+def test_archives_no_run_has_used_for_a_month_are_removed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run that maps its archive marks it used; old installs' archives and dumps left half-written go once they
+    have been unused for `UNUSED_DAYS`, and nothing else in the folder does."""
+    monkeypatch.setenv(class_archive.ENV, str(tmp_path))
+    mine = class_archive.archive_path()
+    assert mine is not None
+    month = class_archive.UNUSED_DAYS * 86400
+    files = {name: tmp_path / name for name in (
+        mine.name, "spark-4.3.0-0123456789abcdef.jsa", "spark-4.3.0-0123456789abcdef.jsa.4242.partial",
+        "spark-4.2.0-fedcba9876543210.jsa", "notes.txt")}
+    for name, path in files.items():
+        path.write_bytes(b"")
+        age = 3600 if name == "spark-4.2.0-fedcba9876543210.jsa" else month + 3600  # an hour old, or a month
+        os.utime(path, (path.stat().st_atime, path.stat().st_mtime - age))
+    assert class_archive.java_options().startswith(f"-XX:SharedArchiveFile={mine} ")  # mapped: used now
+    class_archive.prune(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([mine.name, "spark-4.2.0-fedcba9876543210.jsa",
+                                                                 "notes.txt"])
