@@ -121,15 +121,23 @@ def once_per_run(spark: SparkSession, input_bytes: int) -> Iterator[None]:
     if _RUN.get() is not None:
         yield
         return
-    conf = run_conf(input_bytes)
-    saved = {key: spark.conf.get(key, None) for key in conf}
-    for key, value in conf.items():
+    with session_settings(spark, run_conf(input_bytes)):
+        token = _RUN.set(_Run(one_partition(input_bytes)))
+        try:
+            yield
+        finally:
+            _RUN.reset(token)  # the checkpointed blocks go with their last reference (Spark's context cleaner)
+
+
+@contextmanager
+def session_settings(spark: SparkSession, settings: dict[str, str]) -> Iterator[None]:
+    """The session's `settings` inside the block, its own (set or unset) after: one session serves many runs."""
+    saved = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
         spark.conf.set(key, value)
-    token = _RUN.set(_Run(one_partition(input_bytes)))
     try:
         yield
     finally:
-        _RUN.reset(token)  # the checkpointed blocks go with their last reference (Spark's context cleaner)
         for key, value in saved.items():
             if value is None:
                 spark.conf.unset(key)

@@ -11,10 +11,9 @@ from kafkatap.pipelines import intermediates
 from kafkatap.pipelines.inputs import short_run
 from kafkatap.pipelines.intermediates import (
     ONE_PARTITION_BYTES, QUICK_JIT_BYTES, broadcast_small, clustered, intermediate, materialize, once_per_run,
-    partitioned, run_conf
+    partitioned, run_conf, session_settings
 )
 from kafkatap.pipelines.report import JOBS, with_needs
-from tests.support.spark_settings import spark_settings
 
 pytestmark = pytest.mark.own_run
 
@@ -85,7 +84,7 @@ def test_clustered_exchanges_once_by_its_keys_except_in_a_one_partition_run(spar
     one-partition run's rows need none at all."""
     df = spark.createDataFrame([(i % 3, i) for i in range(30)], ["k", "v"])
     # the plan as planned, not as adapted to 30 rows
-    with spark_settings(spark, {"spark.sql.shuffle.partitions": "4", "spark.sql.adaptive.enabled": "false"}):
+    with session_settings(spark, {"spark.sql.shuffle.partitions": "4", "spark.sql.adaptive.enabled": "false"}):
         with once_per_run(spark, ONE_PARTITION_BYTES + 1):
             by_k = clustered(df, "k")
             firsts = by_k.groupBy("k", "v").agg(F.count(F.lit(1)).alias("n"))
@@ -106,7 +105,7 @@ def test_a_small_materialized_side_is_broadcast_and_a_large_one_is_not(spark, mo
     plans, rows = {}, {}
     # hints on (the test session's settings are a one-partition run's), and only the hint can make a broadcast
     hints = {"spark.sql.optimizer.disableHints": "false", "spark.sql.autoBroadcastJoinThreshold": "-1"}
-    with spark_settings(spark, hints):
+    with session_settings(spark, hints):
         for limit in (5, 4):
             monkeypatch.setattr(intermediates, "BROADCAST_ROWS", limit)
             with once_per_run(spark, ONE_PARTITION_BYTES + 1):

@@ -8,9 +8,8 @@ from collections import defaultdict
 import pytest
 from pyspark.sql import functions as F
 
-from kafkatap.pipelines.intermediates import ONE_PARTITION_BYTES, once_per_run
+from kafkatap.pipelines.intermediates import ONE_PARTITION_BYTES, once_per_run, session_settings
 from kafkatap.pipelines.transforms.duplicates.segments import islands, sweep
-from tests.support.spark_settings import spark_settings
 
 pytestmark = pytest.mark.spark
 
@@ -60,7 +59,7 @@ def test_sweep_and_islands_equal_counting_each_offset(spark, by_key, input_bytes
     # one source with a conditional weight, as the consumer and share duplicates fold their second counter
     weights = {"n": F.lit(1), "m": F.when(F.col("flag"), 1).otherwise(0)}
     same = [*KEY, "n", "m"]
-    with spark_settings(spark, {"spark.sql.shuffle.partitions": "4"}), once_per_run(spark, input_bytes):
+    with session_settings(spark, {"spark.sql.shuffle.partitions": "4"}), once_per_run(spark, input_bytes):
         segments = sweep(KEY, (df, "lo", "hi", weights)).where(F.col("n") >= 2)
         runs = islands(segments, same, key=KEY) if by_key else islands(segments, same)
         got = {tuple(r) for r in runs.select(*KEY, "first_offset", "last_offset", "n", "m").collect()}
