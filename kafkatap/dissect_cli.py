@@ -20,7 +20,7 @@ def main(argv: list[str]) -> int:
 def on_spark(args: argparse.Namespace, ports: list[int], keylogs: list[str], console: Console) -> dict:
     """The dissect on Spark; its JVM writes to a log file, and its failures are one line naming it."""
     from kafkatap.pipelines.failures import spark_failures
-    from kafkatap.pipelines.launch import log_path
+    from kafkatap.pipelines.launch import log_path, wind_down_deadline
     from kafkatap.pipelines.spark import get_spark
     from kafkatap.pipelines.spark_dissect import dissect_on_spark
 
@@ -29,5 +29,6 @@ def on_spark(args: argparse.Namespace, ports: list[int], keylogs: list[str], con
         spark = get_spark("kafkatap-dissect", args.master, log=log)
         if not args.quiet:
             console.print(f"dissecting on Spark ({args.master}); its log: {log}")
-        return dissect_on_spark(spark, args.captures, args.out, ports=ports, records=args.records,
-                                payloads=args.payloads, tls_keylog=keylogs, split_size=args.split_size << 20)
+        with wind_down_deadline():
+            return dissect_on_spark(spark, args.captures, args.out, ports=ports, records=args.records,
+                                    payloads=args.payloads, tls_keylog=keylogs, split_size=args.split_size << 20)

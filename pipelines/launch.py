@@ -5,6 +5,10 @@ hands it a log file instead (fds 1 and 2 point at the file while pyspark spawns 
 command's own lines, and its failures name the file. Python's logging (py4j reports its connection errors there, and
 pyspark's warnings) follows to the same file. Under spark-submit, or with a session already running, no JVM starts
 and nothing here applies.
+
+After an interrupt the command waits for its jobs to wind down, and they wait for the JVM: a JVM this command
+started that stops answering then would hold the command for good, so it is killed after `WIND_DOWN_S`
+(`wind_down_deadline`).
 """
 
 from __future__ import annotations
@@ -13,9 +17,12 @@ import logging
 import os
 import re
 import shutil
+import signal
 import socket
+import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -27,9 +34,14 @@ from kafkatap.errors import CommandError
 from kafkatap.pipelines.failures import exception_text, java_reason, where_logged
 
 MASTER_TIMEOUT_S = 5.0
+WIND_DOWN_S = 10.0
+"""How long an interrupted run may take to wind down before the JVM it started is killed: a run's jobs end within
+about a second of Ctrl-C or SIGTERM on the bundled sample (loaded two-core machine); a CI run's command, given SIGTERM,
+was still up 120 s later, and a JVM frozen by SIGSTOP would be waited on for good."""
 NO_JAVA = "Spark needs Java 17 or newer: install it (Debian: apt-get install openjdk-17-jre-headless) or set JAVA_HOME"
 # What spark-submit prints when it gives up before the gateway is up (bad master, missing class, bad option)
 _SUBMIT_FAILURE = re.compile(r'^(?:Exception in thread "[^"]*" |Error: )(?P<reason>.+)')
+logger = logging.getLogger(__name__)
 
 
 def starts_jvm() -> bool:
@@ -129,3 +141,41 @@ def launch(builder: SparkSession.Builder, master: str | None, log: str | None) -
         return spark
     except Exception as exc:  # noqa: BLE001 - the gateway's exit, a bad master URL, a JVM option Java refused
         raise CommandError(f"Spark did not start ({start_failure(exc, log)}): {where_logged(log)}") from exc
+
+
+@contextmanager
+def wind_down_deadline() -> Iterator[None]:
+    """Inside, Ctrl-C or SIGTERM also starts a clock: if the block has not ended `WIND_DOWN_S` later, the JVM this
+    process started is killed, so the calls that wait on it fail at once and the interrupt ends the command (the
+    py4j calls that cancel the jobs, restore settings and end the job threads have no timeout of their own). The
+    signals' own handlers (pyspark's for SIGINT, `errors.terminate_as_interrupt`'s) still run after. Only in the main
+    thread of a process that started its JVM (not under spark-submit, whose JVM is the parent)."""
+    gateway = SparkContext._gateway
+    if getattr(gateway, "proc", None) is None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    timer = threading.Timer(WIND_DOWN_S, _end_jvm, (gateway.proc,))
+    timer.daemon = True
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    hooked = [sig for sig, handler in previous.items() if callable(handler)]
+
+    def on_signal(signum: int, frame: object) -> None:
+        if timer.ident is None:  # the first signal starts it; a second one must not start it again
+            timer.start()
+        previous[signum](signum, frame)
+
+    for sig in hooked:
+        signal.signal(sig, on_signal)
+    try:
+        yield
+    finally:
+        timer.cancel()
+        for sig in hooked:
+            signal.signal(sig, previous[sig])
+
+
+def _end_jvm(proc: subprocess.Popen) -> None:
+    """Kill the JVM unless it has ended; said in the log (Python's logging goes to the JVM's log file)."""
+    if proc.poll() is None:
+        logger.warning("the JVM (pid %d) had not wound down %.0f s after the interrupt: killed", proc.pid, WIND_DOWN_S)
+        proc.kill()

@@ -34,6 +34,7 @@ from kafkatap.dissect.tables.schema import ANOMALIES, BATCHES, CONNECTIONS, FRAM
 from kafkatap.pipelines import class_archive, schema
 from kafkatap.pipelines.inputs import check_inputs
 from kafkatap.pipelines.intermediates import once_per_run, one_partition, partitioned
+from kafkatap.pipelines.launch import wind_down_deadline
 from kafkatap.pipelines.storage import (
     delete, exists, join_uri, read_table, size_bytes, window_interval, write_json, write_table
 )
@@ -285,14 +286,15 @@ def run(spark: SparkSession, out: str, report: str, jobs: list[str], window: str
     `on_job(job, seconds)` hears of each job as it finishes. OUT must be a dissector output (`check_inputs`), and the
     old summary.json goes first, so a run that fails part-way leaves no summary claiming a complete report."""
     window_interval(window)
-    check_inputs(spark, out)
-    delete(spark, join_uri(report, "summary.json"))
-    inp = read_inputs(spark, out)
-    with once_per_run(spark, inp.input_bytes):
-        done = _run_jobs(spark, report, inp, jobs, window, on_job)
-        tables = existing_tables(spark, report, done)
-        result = summary(inp.frames, inp.batches, inp.anomalies, tables, window)
-    write_json(spark, join_uri(report, "summary.json"), result)
+    with wind_down_deadline():
+        check_inputs(spark, out)
+        delete(spark, join_uri(report, "summary.json"))
+        inp = read_inputs(spark, out)
+        with once_per_run(spark, inp.input_bytes):
+            done = _run_jobs(spark, report, inp, jobs, window, on_job)
+            tables = existing_tables(spark, report, done)
+            result = summary(inp.frames, inp.batches, inp.anomalies, tables, window)
+        write_json(spark, join_uri(report, "summary.json"), result)
     class_archive.dump(spark)  # after the first complete local run: what every later one loads
     return result
 
