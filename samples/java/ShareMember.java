@@ -38,7 +38,7 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * meanwhile and the record went back to the share partition; what the broker answers is in the commit's result.
  *
  * Usage: ShareMember key=value... with bootstrap, client.id, group.id, topic, and optionally fates, hold.ms,
- * max.seconds and configure.group (before subscribing, an Admin client named client.id-admin sets the group's
+ * fetch.min.bytes (the consumer's setting), max.seconds and configure.group (before subscribing, an Admin client named client.id-admin sets the group's
  * share.auto.offset.reset to earliest and describes the group's configs, printed as "group_configs"). It polls until
  * a "stop" line on stdin (or stdin closing), then closes the consumer.
  */
@@ -69,6 +69,9 @@ public final class ShareMember {
         props.put(ConsumerConfig.SHARE_ACKNOWLEDGEMENT_MODE_CONFIG, "explicit");
         props.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
         props.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        if (opt.containsKey("fetch.min.bytes")) {
+            props.put(ConsumerConfig.FETCH_MIN_BYTES_CONFIG, opt.get("fetch.min.bytes"));
+        }
 
         AtomicBoolean stop = Stop.onStdin();
 

@@ -1,11 +1,12 @@
 """KIP-932 share group on Apache Kafka 4.4 with the Java reference client (samples/java/ShareMember.java): two
 KafkaShareConsumers in explicit acknowledgement mode on one partition, the broker's acquisition lock shortened to
-2 s and its delivery count limit to 3 (broker configs: share groups are on by the share.version feature the storage
+8 s and its delivery count limit to 3 (broker configs: share groups are on by the share.version feature the storage
 is formatted with, samples/kafka.py).
 
-Phase 1: offsets 0-9; whoever gets offset 0 first holds it unacknowledged past its lock, the other member gets it as
-delivery 2 and accepts it; the holder's late ACCEPT then finds the record acknowledged by the other member, and the
-broker answers it without an error (the commit's result and the acknowledgement commit callback say so).
+Phase 1: offsets 0-9 go to kt-s44-1, alone in the group yet, which holds offset 0 unacknowledged past its lock;
+kt-s44-2 joins meanwhile, gets it as delivery 2 and accepts it; the holder's late ACCEPT then finds the record
+acknowledged by the other member, and the broker answers it without an error (the commit's result and the
+acknowledgement commit callback say so).
 Phase 2: offsets 10-19; 12 is released once then accepted, 14 rejected, 16 released on every delivery until the
 limit archives it. Phase 3: offsets 20-29, all accepted, acquired above offset 16, which never comes back.
 The truth is the members' own account: each record's deliveryCount(), the acknowledgement sent, what commitSync
@@ -19,21 +20,28 @@ import time
 from kafkatap.samples.javaclients import LIBRARY, JavaClient, JavaClients, producing, record
 from kafkatap.samples.make import Env, Spec
 
-LOCK_MS, DELIVERY_LIMIT, HOLD_MS = 2000, 3, 5000
+LOCK_MS, DELIVERY_LIMIT, HOLD_MS = 8000, 3, 12000
+"""The lock gives the other member time to start and join while the holder sleeps; the hold outlasts the lock, the
+other member's delivery 2 and its acknowledgement."""
+HOLDER_MIN_BYTES = 1 << 20
+"""The holder's client goes on fetching while its application sleeps: a fetch of its own, parked at the broker when the
+lock runs out, took the record back as delivery 2 in a third of the runs on a loaded machine (then that lock ran out
+too: delivery 3 went to the other member). Its fetches wait for a MiB or their 500 ms instead, so the other
+member's, which the broker completes at once, take it."""
 SPEC = Spec(
     name="kafka44_share_group",
     description="Apache Kafka 4.4, Java clients: share consumers kt-s44-1/2 (group kt-share44, explicit "
                 f"acknowledgement; broker acquisition lock {LOCK_MS} ms, delivery count limit {DELIVERY_LIMIT}) on "
-                "topic `tasks` (1 partition). Offset 0 is held past its lock and goes to the other member as delivery "
-                "2 (the holder's late accept is answered without an error); 12 is released once, 14 rejected, "
-                "16 released until the limit archives it; 20-29 are acquired above it.",
+                "topic `tasks` (1 partition). Offset 0 is held past its lock and goes to the other member, which "
+                "joined meanwhile, as delivery 2 (the holder's late accept is answered without an error); 12 is "
+                "released once, 14 rejected, 16 released until the limit archives it; 20-29 are acquired above it.",
     kafka_port=19442,
     kafka_config=(("group.share.record.lock.duration.ms", LOCK_MS), ("group.share.min.record.lock.duration.ms", 1000),
                   ("group.share.delivery.count.limit", DELIVERY_LIMIT)),
 )
 TOPIC, GROUP = "tasks", "kt-share44"
 HELD, RELEASED, REJECTED, POISON = 0, 12, 14, 16
-FATES = f"{HELD}:hold,{RELEASED}:release,{REJECTED}:reject,{POISON}:poison"
+FATES = f"{RELEASED}:release,{REJECTED}:reject,{POISON}:poison"  # the holder's adds {HELD}:hold
 WAIT = 30.0  # bound on any one step (a JVM starting, records arriving)
 
 
@@ -51,24 +59,25 @@ def run(env: Env) -> None:
     producer = start("SampleProducer", "kt-producer", [kafka.bootstrap, "kt-producer", TOPIC, "1", "1"])
     produce = producing(producer, "kt-producer", truth, WAIT)
 
-    def member(client_id: str, *extra: str) -> JavaClient:
+    def member(client_id: str, fates: str, *extra: str) -> JavaClient:
         truth.client(client_id, LIBRARY, "share consumer", **{"group.id": GROUP,
                                                              "share.acknowledgement.mode": "explicit"})
         return start("ShareMember", client_id, [f"bootstrap={kafka.bootstrap}", f"client.id={client_id}",
-                                                f"group.id={GROUP}", f"topic={TOPIC}", f"fates={FATES}",
+                                                f"group.id={GROUP}", f"topic={TOPIC}", f"fates={fates}",
                                                 f"hold.ms={HOLD_MS}", "max.seconds=120", *extra])
 
     try:
         producer.wait_for("topic_created", WAIT)
         truth.client("kt-s44-1-admin", LIBRARY, "admin")  # sets and describes the group's configs
-        members = [member("kt-s44-1", "configure.group=true")]
+        members = [member("kt-s44-1", f"{HELD}:hold,{FATES}", "configure.group=true",
+                          f"fetch.min.bytes={HOLDER_MIN_BYTES}")]
         members[0].wait_for("group_configs", WAIT)
-        members.append(member("kt-s44-2"))
-        for m in members:
-            m.wait_for("started", WAIT)
-        time.sleep(3)  # both joined: the first batch is not all one member's by default
+        members[0].wait_for("started", WAIT)
+        time.sleep(3)  # joined: the partition is assigned to it
 
-        produce(10)  # offsets 0-9
+        produce(10)  # offsets 0-9, all the holder's
+        members[0].wait_for("holding", WAIT)
+        members.append(member("kt-s44-2", FATES))
         _until(members, lambda d: any(e["offset"] == HELD and e["delivery_count"] == 2 for e in d)
                and any(e["what"] == "late_commit" for m in members for e in m.events))
         produce(10)  # offsets 10-19

@@ -198,7 +198,7 @@ def _share_event(truth: dict, what: str) -> dict:
 
 
 def test_share_group_held_record_lock_expires_and_goes_to_the_other_member(share):
-    """The holder kept offset 0 past the broker's 2 s lock; the other member got it as delivery 2 and accepted it.
+    """The holder kept offset 0 past the broker's 8 s lock; the other member got it as delivery 2 and accepted it.
     The holder's late accept came after that: commitSync returned no error for it (nor did the callback), and the
     wire agrees (no ack_error), but it ended nothing: its delivery ended by the lock running out."""
     truth, mine, _ = share

@@ -117,7 +117,7 @@ def test_make_kafka44_transactions_from_scratch(tmp_path) -> None:
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("dumpcap") is None, reason="dumpcap not installed")
 def test_make_kafka44_share_group_from_scratch(tmp_path) -> None:
-    """KIP-932 share group with the Java share consumer (~25 s): the held record's lock runs out and the other
+    """KIP-932 share group with the Java share consumer (~35 s): the held record's lock runs out and the other
     member gets it as delivery 2, a released record comes back once, a rejected one does not, and the poison record
     is delivered exactly up to the broker's delivery count limit, never after."""
     from kafkatap.samples.brokers import port_is_free
