@@ -38,9 +38,9 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * meanwhile and the record went back to the share partition; what the broker answers is in the commit's result.
  *
  * Usage: ShareMember key=value... with bootstrap, client.id, group.id, topic, and optionally fates, hold.ms,
- * fetch.min.bytes (the consumer's setting), max.seconds and configure.group (before subscribing, an Admin client named client.id-admin sets the group's
- * share.auto.offset.reset to earliest and describes the group's configs, printed as "group_configs"). It polls until
- * a "stop" line on stdin (or stdin closing), then closes the consumer.
+ * fetch.min.bytes (the consumer's setting), max.seconds and configure.group (before subscribing, an Admin client
+ * named client.id-admin sets the group's share.auto.offset.reset to earliest and describes the group's configs,
+ * printed as "group_configs"). It polls until a "stop" line on stdin (or stdin closing), then closes the consumer.
  */
 public final class ShareMember {
     private static String clientId;

@@ -243,15 +243,19 @@ def test_an_interrupt_is_one_line_and_exit_130(sig: signal.Signals, dissected: P
 @pytest.mark.slow
 def test_an_interrupt_ends_the_command_though_its_jvm_stopped_answering(dissected: Path, tmp_path: Path) -> None:
     """After Ctrl-C the command waits for its jobs, and they for py4j calls into the JVM, which have no timeout: a JVM
-    that stops answering then (frozen here by SIGSTOP; in a CI run, one given SIGTERM was still waited on 120 s later)
+    that stops answering then (frozen here by SIGSTOP; a CI run's analyze, given SIGTERM, was still up 120 s later)
     would hold the command for good. `launch.WIND_DOWN_S` after the interrupt the command kills it, and ends as an
     interrupt."""
     report = tmp_path / "report"
     proc, seen = _analyze_until_a_job_ends(dissected, report, tmp_path)
-    (jvm,) = _java_children(proc.pid)
-    os.kill(jvm, signal.SIGSTOP)
-    started = time.monotonic()
-    os.kill(proc.pid, signal.SIGINT)
+    try:
+        (jvm,) = _java_children(proc.pid)
+        os.kill(jvm, signal.SIGSTOP)
+        started = time.monotonic()
+        os.kill(proc.pid, signal.SIGINT)
+    except BaseException:
+        os.killpg(proc.pid, signal.SIGKILL)  # the JVM is in its group: none is left frozen
+        raise
     result = _ended(proc, seen, timeout=launch.WIND_DOWN_S + 60)
     assert_one_clean_line(result, 130, "kafkatap analyze: interrupted")
     assert time.monotonic() - started >= launch.WIND_DOWN_S  # it did wait for the jobs to wind down first
