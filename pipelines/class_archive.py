@@ -10,8 +10,8 @@ The first local run after an install records and, once its report is written, du
 user's cache); every later local run maps the archive. On the bundled sample, three runs each way, alternating (load
 3-5): the session started in 4.1-5.7 s instead of 5.5-7.4 s, and the JVM used 35-46 s of CPU instead of 43-49 s. An
 archive belongs to one Java and one set of Spark jars: its name is a digest of both, and a JVM that still finds it
-unusable ignores it (-Xshare:auto, the default). KAFKATAP_CLASS_ARCHIVE names another folder for the archives, or
-`off`.
+unusable ignores it (-Xshare:auto, the default). KAFKATAP_CLASS_ARCHIVE names another folder for the archives (and
+the planner extension's jar, `cache_folder`), or `off`.
 
 Every new venv, Spark or Java makes a new archive, and the old one would stay in the cache for good (ten of them,
 1.4 GB, on a machine that reinstalled through a day). A JVM that maps an archive marks it used (its modification
@@ -54,8 +54,16 @@ def archive_path() -> Path | None:
     real = Path(java).resolve()
     key = "\n".join([str(real), str(real.stat().st_mtime_ns), pyspark.__version__, str(jars),
                      *sorted(p.name for p in jars.glob("*.jar"))])
-    folder = Path(setting) if setting else Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "kafkatap"
-    return folder / f"spark-{pyspark.__version__}-{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsa"
+    return cache_folder() / f"spark-{pyspark.__version__}-{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsa"
+
+
+def cache_folder() -> Path:
+    """Where local runs keep what they make for later runs (the archives, `planner_extension`'s jar): the folder
+    KAFKATAP_CLASS_ARCHIVE names, else the user's cache."""
+    setting = os.environ.get(ENV, "")
+    if setting and setting != "off":
+        return Path(setting)
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "kafkatap"
 
 
 def java_options() -> str:

@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from kafkatap.pipelines.planner_extension import ENABLED
+
 ONE_PARTITION_BYTES = 256 << 20
 """Inputs (the dissector's Parquet) up to this size are analysed in one partition: about two million frames, a few
 seconds of one core's work per table."""
@@ -60,6 +62,9 @@ ONE_PARTITION_CONF = {
     # 45.6 s.
     "spark.sql.adaptive.enabled": "false",
     "spark.sql.constraintPropagation.enabled": "false",
+    # Spark still shuffles into one partition for each join or window above a few joins (its size estimate of a
+    # join outgrows maxSinglePartitionBytes); the planner extension, where the session loaded it, coalesces instead
+    ENABLED: "true",
 }
 INTERPRETED_CONF = {
     # Generating and compiling Java for each query's stages (Janino, then the JIT on the generated classes) costs

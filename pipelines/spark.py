@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from kafkatap.pipelines import class_archive
+from kafkatap.pipelines import class_archive, planner_extension
 from kafkatap.pipelines.launch import launch, starts_jvm
 from kafkatap.pipelines.ship import ship
 
@@ -80,7 +80,8 @@ def get_spark(app: str, master: str | None = None, shuffle_partitions: int | Non
     """Reuse the running session (spark-submit, tests) or start one; `master` only applies to a new one, and so do
     `log`, the file a JVM started here writes its output to (None: the terminal), and `short_run` (a small input,
     `inputs.short_run`: its JVMs on this machine then compile with C1 only, `QUICK_JIT`). A JVM that cannot start (no
-    Java, no master) is a `CommandError`. A session on a cluster gets the package shipped to its executors (`ship`)."""
+    Java, no master) is a `CommandError`. A session on a cluster gets the package shipped to its executors (`ship`);
+    one whose JVM starts here on this machine loads the planner extension (`planner_extension`)."""
     builder = SparkSession.builder.appName(app)
     if master:
         builder = builder.master(master)
@@ -88,7 +89,10 @@ def get_spark(app: str, master: str | None = None, shuffle_partitions: int | Non
         builder = builder.config(key, value)
     one_machine = on_this_machine(master)
     if one_machine:
-        for key, value in one_machine_settings(short_run, class_archive.java_options() if starts_jvm() else "").items():
+        settings = one_machine_settings(short_run, class_archive.java_options() if starts_jvm() else "")
+        if starts_jvm():  # a JVM spark-submit started has its jars and extensions already
+            settings |= planner_extension.session_settings()
+        for key, value in settings.items():
             builder = builder.config(key, value)
         # Its Python workers run the driver's Python (PySpark's default, `python3` on the PATH, may be one without
         # pyspark or kafkatap).

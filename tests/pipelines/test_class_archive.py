@@ -33,10 +33,10 @@ def _probe(folder: Path) -> str:
 @pytest.mark.slow
 def test_the_first_local_jvm_dumps_the_archive_and_the_next_maps_it(tmp_path: Path) -> None:
     assert _probe(tmp_path) == "False"  # nothing to map yet: it records
-    archives = list(tmp_path.iterdir())
-    assert len(archives) == 1 and archives[0].suffix == ".jsa" and archives[0].stat().st_size > 10 << 20
+    archives = list(tmp_path.glob("*.jsa"))  # beside the planner extension's jar, which the JVM loads too
+    assert len(archives) == 1 and archives[0].stat().st_size > 10 << 20
     assert _probe(tmp_path) == "True"
-    assert list(tmp_path.iterdir()) == archives  # mapped, not dumped again
+    assert list(tmp_path.glob("*.jsa")) == archives  # mapped, not dumped again
 
 
 def test_one_archive_per_java_and_jars_and_none_when_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,0 +1,85 @@
+"""The planner extension: compiled once, loaded by the tests' session as by a local run, and what it changes."""
+
+from __future__ import annotations
+
+import logging
+import re
+import subprocess
+import zipfile
+
+import pytest
+
+from kafkatap.pipelines import class_archive, planner_extension
+from kafkatap.pipelines.intermediates import session_settings
+
+
+def test_the_python_and_java_sides_name_the_same_class_and_setting():
+    source = planner_extension.SOURCE.read_text()
+    package = re.search(r"^package (\w+);", source, re.M).group(1)
+    assert f"{package}.{planner_extension.SOURCE.stem}" == planner_extension.EXTENSION
+    assert f'ENABLED = "{planner_extension.ENABLED}";' in source
+
+
+def test_the_jar_is_compiled_once_and_then_reused(tmp_path, monkeypatch):
+    monkeypatch.setenv(class_archive.ENV, str(tmp_path))
+    jar = planner_extension.jar()
+    assert jar is not None and jar.parent == tmp_path
+    assert "kafkatap/OneTaskShuffles.class" in zipfile.ZipFile(jar).namelist()
+    assert list(tmp_path.iterdir()) == [jar]  # nothing half-written left beside it
+
+    def no_compiler(*args, **kwargs):
+        raise AssertionError("compiled again")
+
+    monkeypatch.setattr(subprocess, "run", no_compiler)
+    assert planner_extension.jar() == jar
+    assert planner_extension.session_settings() == {"spark.jars": str(jar),
+                                                    "spark.sql.extensions": planner_extension.EXTENSION}
+
+
+def test_without_a_java_compiler_a_run_goes_on_without_the_extension(tmp_path, monkeypatch, caplog):
+    monkeypatch.setenv(class_archive.ENV, str(tmp_path))
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with caplog.at_level(logging.WARNING, logger=planner_extension.__name__):
+        assert planner_extension.session_settings() == {}
+    assert "no Java compiler" in caplog.text and list(tmp_path.iterdir()) == []
+
+
+def test_a_source_that_does_not_compile_is_a_warning_not_a_failure(tmp_path, monkeypatch, caplog):
+    broken = tmp_path / "src" / "OneTaskShuffles.java"
+    broken.parent.mkdir()
+    broken.write_text("package kafkatap; class OneTaskShuffles { not java }")
+    monkeypatch.setattr(planner_extension, "SOURCE", broken)
+    monkeypatch.setenv(class_archive.ENV, str(tmp_path / "cache"))
+    with caplog.at_level(logging.WARNING, logger=planner_extension.__name__):
+        assert planner_extension.jar() is None
+    assert "did not compile" in caplog.text and "OneTaskShuffles.java" in caplog.text
+    assert list((tmp_path / "cache").iterdir()) == []
+
+
+def _joined(spark):
+    """Rows whose plan has a window over a full outer join over a chain of joins of materialized rows: where Spark
+    cannot bound the size, so it shuffles into one partition."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    rows = spark.range(8).withColumn("k", F.col("id") % 2).localCheckpoint().coalesce(1)
+    joined = (rows.join(rows.withColumnRenamed("id", "x"), "k")
+              .join(rows.withColumnRenamed("id", "y"), "k", "full")
+              .join(rows.withColumnRenamed("id", "z"), "k"))
+    return joined.withColumn("n", F.row_number().over(Window.partitionBy("x").orderBy("y", "z", "id")))
+
+
+@pytest.mark.spark
+def test_a_one_partition_run_coalesces_where_spark_would_shuffle(spark):
+    # the tests run inside a one-partition run (tests/conftest.py), whose settings turn the rule on
+    assert spark.conf.get(planner_extension.ENABLED) == "true"
+    on = _joined(spark)
+    with session_settings(spark, {planner_extension.ENABLED: "false"}):
+        off = _joined(spark)
+        off_plan = off._jdf.queryExecution().executedPlan().toString()
+        off_rows = sorted(map(tuple, off.collect()))
+    on_plan = on._jdf.queryExecution().executedPlan().toString()
+    assert "Exchange" in off_plan  # what the rule is for still happens in this Spark
+    assert "Exchange" not in on_plan and on_plan.count("Coalesce") > off_plan.count("Coalesce")
+    assert sorted(map(tuple, on.collect())) == off_rows and len(off_rows) == 2 * 4**4
