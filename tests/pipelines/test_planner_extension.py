@@ -83,3 +83,30 @@ def test_a_one_partition_run_coalesces_where_spark_would_shuffle(spark):
     assert "Exchange" in off_plan  # what the rule is for still happens in this Spark
     assert "Exchange" not in on_plan and on_plan.count("Coalesce") > off_plan.count("Coalesce")
     assert sorted(map(tuple, on.collect())) == off_rows and len(off_rows) == 2 * 4**4
+
+
+@pytest.mark.parametrize("submit_args, defaults", [
+    ("--jars /opt/hadoop-aws.jar pyspark-shell", ""),
+    ("--conf spark.jars=/opt/hadoop-aws.jar pyspark-shell", ""),
+    ("pyspark-shell", "spark.sql.extensions  io.delta.sql.DeltaSparkSessionExtension\n"),
+    ("pyspark-shell", "spark.jars /opt/hadoop-aws.jar\n"),
+])
+def test_a_users_own_jars_or_extensions_are_kept_and_the_extension_stays_out(tmp_path, monkeypatch, submit_args,
+                                                                              defaults):
+    """A session's settings take precedence over PYSPARK_SUBMIT_ARGS and spark-defaults.conf: setting ours would
+    drop the user's jars (a filesystem connector, say) or extensions."""
+    monkeypatch.setenv(class_archive.ENV, str(tmp_path / "cache"))
+    monkeypatch.setenv("PYSPARK_SUBMIT_ARGS", submit_args)
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
+    (tmp_path / "spark-defaults.conf").write_text(defaults)
+    assert planner_extension.session_settings() == {}
+    assert not (tmp_path / "cache").exists()  # not even compiled
+
+
+def test_packages_and_other_settings_of_the_user_leave_the_extension_in(tmp_path, monkeypatch):
+    monkeypatch.setenv(class_archive.ENV, str(tmp_path / "cache"))
+    monkeypatch.setenv("PYSPARK_SUBMIT_ARGS", "--packages org.apache.hadoop:hadoop-aws:3.4.1 --conf "
+                       "spark.jars.ivy=/tmp/ivy --conf spark.eventLog.enabled=true pyspark-shell")
+    monkeypatch.delenv("SPARK_CONF_DIR", raising=False)
+    monkeypatch.delenv("SPARK_HOME", raising=False)
+    assert planner_extension.session_settings()["spark.sql.extensions"] == planner_extension.EXTENSION
