@@ -23,7 +23,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import shutil
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -44,8 +43,9 @@ def archive_path() -> Path | None:
     setting = os.environ.get(ENV, "")
     if setting == "off":
         return None
-    java_home = os.environ.get("JAVA_HOME")
-    java = shutil.which("java", path=os.path.join(java_home, "bin") if java_home else None)
+    from kafkatap.pipelines.launch import find_java  # here: launch imports pyspark, which most callers never need
+
+    java = find_java()
     if java is None:
         return None
     import pyspark

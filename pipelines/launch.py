@@ -56,13 +56,14 @@ def log_path(command: str) -> str:
     return os.path.join(tempfile.gettempdir(), "kafkatap-logs", f"{command}-{stamp}-{os.getpid()}.log")
 
 
-def find_java() -> str | None:
-    """The java spark-submit would run: JAVA_HOME's when set, else the one on PATH."""
+def find_java(tool: str = "java") -> str | None:
+    """The java spark-submit would run, or another tool of the same JDK (javac): JAVA_HOME's when set, else the one
+    on PATH."""
     home = os.environ.get("JAVA_HOME")
     if home:
-        java = os.path.join(home, "bin", "java")
-        return java if os.access(java, os.X_OK) else None
-    return shutil.which("java")
+        path = os.path.join(home, "bin", tool)
+        return path if os.access(path, os.X_OK) else None
+    return shutil.which(tool)
 
 
 def check_java() -> None:

@@ -19,13 +19,13 @@ import hashlib
 import logging
 import os
 import re
-import shutil
 import subprocess
 import tempfile
 import zipfile
 from pathlib import Path
 
 from kafkatap.pipelines.class_archive import cache_folder
+from kafkatap.pipelines.launch import find_java
 
 SOURCE = Path(__file__).with_name("OneTaskShuffles.java")
 EXTENSION = "kafkatap.OneTaskShuffles"
@@ -34,11 +34,6 @@ ENABLED = "spark.kafkatap.oneTaskShuffles"
 """The session setting that turns its rule on (OneTaskShuffles.ENABLED): one-partition runs set it
 (`intermediates.ONE_PARTITION_CONF`)."""
 log = logging.getLogger(__name__)
-
-
-def _javac() -> str | None:
-    java_home = os.environ.get("JAVA_HOME")
-    return shutil.which("javac", path=os.path.join(java_home, "bin") if java_home else None)
 
 
 def jar_path() -> Path:
@@ -54,7 +49,7 @@ def jar() -> Path | None:
     path = jar_path()
     if path.exists():
         return path
-    javac = _javac()
+    javac = find_java("javac")  # the compiler of the JDK whose java runs Spark
     if javac is None:
         log.warning("no Java compiler (javac) found: one-partition runs plan their shuffles as Spark does (slower)")
         return None

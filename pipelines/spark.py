@@ -89,8 +89,9 @@ def get_spark(app: str, master: str | None = None, shuffle_partitions: int | Non
         builder = builder.config(key, value)
     one_machine = on_this_machine(master)
     if one_machine:
-        settings = one_machine_settings(short_run, class_archive.java_options() if starts_jvm() else "")
-        if starts_jvm():  # a JVM spark-submit started has its jars and extensions already
+        launched = starts_jvm()  # not so under spark-submit: its JVM has its class path, jars and extensions already
+        settings = one_machine_settings(short_run, class_archive.java_options() if launched else "")
+        if launched:
             settings |= planner_extension.session_settings()
         for key, value in settings.items():
             builder = builder.config(key, value)
