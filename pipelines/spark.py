@@ -11,6 +11,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from kafkatap.pipelines import class_archive, planner_extension
+from kafkatap.pipelines.jvm_names import remember_names
 from kafkatap.pipelines.launch import launch, starts_jvm
 from kafkatap.pipelines.ship import ship
 
@@ -81,7 +82,8 @@ def get_spark(app: str, master: str | None = None, shuffle_partitions: int | Non
     `log`, the file a JVM started here writes its output to (None: the terminal), and `short_run` (a small input,
     `inputs.short_run`: its JVMs on this machine then compile with C1 only, `QUICK_JIT`). A JVM that cannot start (no
     Java, no master) is a `CommandError`. A session on a cluster gets the package shipped to its executors (`ship`);
-    one whose JVM starts here on this machine loads the planner extension (`planner_extension`)."""
+    one whose JVM starts here on this machine loads the planner extension (`planner_extension`). The JVM's classes and
+    static methods PySpark names are looked up once (`jvm_names`)."""
     builder = SparkSession.builder.appName(app)
     if master:
         builder = builder.master(master)
@@ -106,6 +108,7 @@ def get_spark(app: str, master: str | None = None, shuffle_partitions: int | Non
     if shuffle_partitions:
         builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
     spark = launch(builder, master, log) if starts_jvm() else builder.getOrCreate()
+    remember_names(spark.sparkContext._jvm)
     if one_machine:
         spark.sparkContext.setLogLevel("ERROR")  # WARNs about plan sizes and native libraries mean nothing to a user
     ship(spark)

@@ -40,8 +40,9 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> Iterat
 def spark() -> Iterator["pyspark.sql.SparkSession"]:  # noqa: F821 - pyspark imported lazily
     """local[2] with the settings `kafkatap analyze` gives a small input (`intermediates.run_conf`:
     no shuffle partitions to speak of, no broadcasts, expressions interpreted), its JVM's quick compiler only
-    (`spark.QUICK_JIT`), the planner extension (`planner_extension`) and every session's settings (`spark.SETTINGS`,
-    `STARTUP_SETTINGS`): test frames are tiny, and thousands of different small queries are what the session runs.
+    (`spark.QUICK_JIT`), the planner extension (`planner_extension`), JVM names looked up once (`jvm_names`) and
+    every session's settings (`spark.SETTINGS`, `STARTUP_SETTINGS`): test frames are tiny, and thousands of different
+    small queries are what the session runs.
     2 GB of driver heap: the pipelines' query plans are large (many windows and unions) and every test keeps adding
     to the same JVM. 2 MB memory pages: Spark sizes a page from the heap and the cores (32 MB here) and each hash
     aggregation, sort and broadcast table takes whole pages, while the session's storage keeps earlier broadcasts;
@@ -52,6 +53,7 @@ def spark() -> Iterator["pyspark.sql.SparkSession"]:  # noqa: F821 - pyspark imp
 
     from kafkatap.pipelines import planner_extension
     from kafkatap.pipelines.intermediates import run_conf
+    from kafkatap.pipelines.jvm_names import remember_names
     from kafkatap.pipelines.spark import QUICK_JIT, SETTINGS, STARTUP_SETTINGS
 
     builder = (
@@ -70,6 +72,7 @@ def spark() -> Iterator["pyspark.sql.SparkSession"]:  # noqa: F821 - pyspark imp
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
+    remember_names(session.sparkContext._jvm)
     yield session
     session.stop()
 
