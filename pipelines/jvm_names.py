@@ -3,12 +3,13 @@
 PySpark builds each column expression by name: `F.col("x")` looks up the class `functions` in the JVM, then its
 method `col`, then calls it; a list of columns looks up `PythonUtils` and `toSeq`. py4j answers each lookup with a
 round trip, and the JVM resolves a short name against every import PySpark made (`java.lang.*` first), so most are
-failed class loads over every jar on the class path first. A report of the bundled sample made about 10,000 of them,
-and `Class.forName` was a tenth of the JVM's sampled CPU (Java Flight Recorder). What a name resolves to cannot change
-while the JVM lives (PySpark makes its imports as it starts the gateway, and kafkatap makes none), so the answers are
-kept on py4j's own objects, as attributes Python then finds without asking: classes under the gateway's view, static
-methods and nested classes under their class. Not kept: field values (a static field can change), failed lookups, and
-packages (py4j calls any name that is not a class a package, and a jar added later can make it one).
+failed class loads over every jar on the class path first. A report of the bundled sample made 16,000 of them (of
+49,600 calls to the JVM; 68 lookups and 33,400 calls now), and `Class.forName` was a tenth of the JVM's sampled CPU
+(Java Flight Recorder). What a name resolves to cannot change while the JVM lives (PySpark makes its imports as it
+starts the gateway, and kafkatap makes none), so the answers are kept on py4j's own objects, as attributes Python
+then finds without asking: classes under the gateway's view, static methods and nested classes under their class.
+Not kept: field values (a static field can change), failed lookups, and packages (py4j calls any name that is not a
+class a package, and a jar added later can make it one).
 
 py4j has no setting for this, so the gateway's view object gets subclasses of py4j's own classes
 (`remember_names`); nothing else in the process changes.
