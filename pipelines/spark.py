@@ -90,8 +90,8 @@ def get_spark(app: str, master: str | None = None, shuffle_partitions: int | Non
     for key, value in {**SETTINGS, **STARTUP_SETTINGS}.items():
         builder = builder.config(key, value)
     one_machine = on_this_machine(master)
+    launched = starts_jvm()  # not so under spark-submit: its JVM has its class path, jars and extensions already
     if one_machine:
-        launched = starts_jvm()  # not so under spark-submit: its JVM has its class path, jars and extensions already
         settings = one_machine_settings(short_run, class_archive.java_options() if launched else "")
         if launched:
             settings |= planner_extension.session_settings()
@@ -107,7 +107,7 @@ def get_spark(app: str, master: str | None = None, shuffle_partitions: int | Non
         shuffle_partitions = 8
     if shuffle_partitions:
         builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
-    spark = launch(builder, master, log) if starts_jvm() else builder.getOrCreate()
+    spark = launch(builder, master, log) if launched else builder.getOrCreate()
     remember_names(spark.sparkContext._jvm)
     if one_machine:
         spark.sparkContext.setLogLevel("ERROR")  # WARNs about plan sizes and native libraries mean nothing to a user
