@@ -39,10 +39,13 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> Iterat
 @pytest.fixture(scope="session")
 def spark() -> Iterator["pyspark.sql.SparkSession"]:  # noqa: F821 - pyspark imported lazily
     """local[2] with the settings `kafkatap analyze` gives a small input (`intermediates.run_conf`:
-    no shuffle partitions to speak of, no broadcasts, expressions interpreted), its JVM's quick compiler only
-    (`spark.QUICK_JIT`), the planner extension (`planner_extension`), JVM names looked up once (`jvm_names`) and
-    every session's settings (`spark.SETTINGS`, `STARTUP_SETTINGS`): test frames are tiny, and thousands of different
-    small queries are what the session runs.
+    no shuffle partitions to speak of, no broadcasts, expressions interpreted), the planner extension
+    (`planner_extension`), JVM names looked up once (`jvm_names`) and every session's settings (`spark.SETTINGS`,
+    `STARTUP_SETTINGS`): test frames are tiny, and thousands of different small queries are what the session runs.
+    Both of the JVM's compilers, unlike a short run's quick one only (`spark.QUICK_JIT`): this JVM plans queries for
+    the whole test process, long enough for the optimizing compiler's code of Spark's planner to pay back its
+    compiling (tests/pipelines' fenced, duplicates, sessions and share records tests, alternating: 84-88 s against
+    105-106 s and 138-150 s against 145-172 s with the quick compiler only).
     2 GB of driver heap: the pipelines' query plans are large (many windows and unions) and every test keeps adding
     to the same JVM. 2 MB memory pages: Spark sizes a page from the heap and the cores (32 MB here) and each hash
     aggregation, sort and broadcast table takes whole pages, while the session's storage keeps earlier broadcasts;
@@ -54,13 +57,12 @@ def spark() -> Iterator["pyspark.sql.SparkSession"]:  # noqa: F821 - pyspark imp
     from kafkatap.pipelines import planner_extension
     from kafkatap.pipelines.intermediates import run_conf
     from kafkatap.pipelines.jvm_names import remember_names
-    from kafkatap.pipelines.spark import QUICK_JIT, SETTINGS, STARTUP_SETTINGS
+    from kafkatap.pipelines.spark import SETTINGS, STARTUP_SETTINGS
 
     builder = (
         SparkSession.builder.master("local[2]")
         .appName("kafkatap-tests")
         .config("spark.default.parallelism", "2")
-        .config("spark.driver.extraJavaOptions", QUICK_JIT)
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.adaptive.enabled", "false")
