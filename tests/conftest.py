@@ -44,8 +44,7 @@ def spark() -> Iterator["pyspark.sql.SparkSession"]:  # noqa: F821 - pyspark imp
     `STARTUP_SETTINGS`): test frames are tiny, and thousands of different small queries are what the session runs.
     Both of the JVM's compilers, unlike a short run's quick one only (`spark.QUICK_JIT`): this JVM plans queries for
     the whole test process, long enough for the optimizing compiler's code of Spark's planner to pay back its
-    compiling (tests/pipelines' fenced, duplicates, sessions and share records tests, alternating: 84-88 s against
-    105-106 s and 138-150 s against 145-172 s with the quick compiler only).
+    compiling (measured in docs/performance.md, "Both compilers for the tests' session").
     2 GB of driver heap: the pipelines' query plans are large (many windows and unions) and every test keeps adding
     to the same JVM. 2 MB memory pages: Spark sizes a page from the heap and the cores (32 MB here) and each hash
     aggregation, sort and broadcast table takes whole pages, while the session's storage keeps earlier broadcasts;
