@@ -15,7 +15,7 @@ them as a Spark job of its own (387 Spark jobs for 36 tables). Two rules remove 
   join of such inputs runs in the stage that reads them, so a table is one job instead of one per shuffle. Joins
   then sort and merge in that stage too, instead of broadcasting (a broadcast is a job of its own)
   (`ONE_PARTITION_CONF`). On the smallest inputs, expressions are interpreted instead of compiled
-  (`INTERPRETED_CONF`).
+  (`INTERPRETED_CONF`), and the inputs are read once and kept as rows (`KEPT_BYTES`).
 """
 
 from __future__ import annotations
@@ -39,6 +39,11 @@ INTERPRETED_BYTES = 2 << 20
 """Inputs up to this size (a few thousand frames, the bundled samples) have their expressions interpreted. Measured
 one after the other in one session: the day_in_the_life sample (0.3 MB) took 29-37 s interpreted, 48-50 s compiled;
 a 215k-frame chatty capture (12 MB) 103 s interpreted, 65 s compiled."""
+KEPT_BYTES = 2 << 20
+"""Inputs up to this size (the bundled samples) are read once and kept as rows, and so are the report tables a run
+writes for its later steps (`keep`): on them, setting up a Parquet scan in every query that reads a table (Spark
+broadcasts the Hadoop configuration for each, 6% of the JVM's samples on the sample) costs more than the rows take
+to hold. A warm session, the four samples after a first one: 9.5-12.6 s each against 11.0-13.3 s."""
 QUICK_JIT_BYTES = 32 << 20
 """Inputs up to this size are a short run for the JVM (`spark.QUICK_JIT`, its quick compiler only): the optimizing
 compiler's work is about the same on any input (it compiles Spark's own planner and operators) and pays back only
@@ -83,6 +88,11 @@ def one_partition(input_bytes: int) -> bool:
 def interpreted(input_bytes: int) -> bool:
     """Whether a run over `input_bytes` of input interprets its expressions (and is short)."""
     return input_bytes <= INTERPRETED_BYTES
+
+
+def kept_in_memory(input_bytes: int) -> bool:
+    """Whether a run over `input_bytes` of input keeps its inputs and written tables as rows (`KEPT_BYTES`)."""
+    return input_bytes <= KEPT_BYTES
 
 
 def quick_jit(input_bytes: int) -> bool:
@@ -162,11 +172,17 @@ def clustered(df: DataFrame, *cols: str) -> DataFrame:
     return df if run is not None and run.one_partition else df.repartition(*cols)
 
 
+def keep(df: DataFrame, one: bool) -> DataFrame:
+    """`df`'s rows kept where the first query that reads them computes them (a lazy localCheckpoint): later plans
+    start from those rows instead of `df`'s lineage, and no Spark job runs only to compute them. One partition
+    when `one`."""
+    return partitioned(df.localCheckpoint(eager=False), one)
+
+
 def materialize(df: DataFrame) -> DataFrame:
-    """`df`'s rows computed now and kept (localCheckpoint): later plans start from them instead of their lineage.
-    Inside a one-partition run they stay one partition."""
+    """`df` kept (`keep`), as one partition inside a one-partition run."""
     run = _RUN.get()
-    return partitioned(df.localCheckpoint(eager=True), run is not None and run.one_partition)
+    return keep(df, run is not None and run.one_partition)
 
 
 def broadcast_small(df: DataFrame) -> DataFrame:

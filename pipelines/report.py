@@ -7,7 +7,8 @@ A job is a sequence of steps, and every step has the one signature `Step`:
 It gets the dissector's tables (`inputs`), the report tables this run has already written (`done`) and the throughput
 window, and returns new report tables built with the pure functions of `kafkatap.pipelines.transforms`. Steps read
 and write nothing themselves: `run` reads the inputs once, casts each step's tables to `kafkatap.pipelines.schema`,
-writes them, and hands the written copies to later steps, which then read Parquet instead of recomputing a lineage.
+writes them, and hands the written copies to later steps, which then read them (the Parquet, or on small inputs the rows
+kept as they were written) instead of recomputing a lineage.
 A job has a second step only where a table is built from one the job itself writes (sessions' fetch links from its
 members). A job that reads another job's tables names it in `Job.needs`, and `run` runs the needed jobs first: every
 table a step reads from `done` was written by this run, from these inputs. Intermediates several jobs share are
@@ -33,10 +34,10 @@ from pyspark.sql import DataFrame, SparkSession
 from kafkatap.dissect.tables.schema import ANOMALIES, BATCHES, CONNECTIONS, FRAMES, RECORDS, SHARE
 from kafkatap.pipelines import class_archive, schema
 from kafkatap.pipelines.inputs import check_inputs
-from kafkatap.pipelines.intermediates import once_per_run, one_partition, partitioned
+from kafkatap.pipelines.intermediates import keep, kept_in_memory, once_per_run, one_partition, partitioned
 from kafkatap.pipelines.launch import wind_down_deadline
 from kafkatap.pipelines.storage import (
-    delete, exists, join_uri, read_table, size_bytes, window_interval, write_json, write_table
+    conform, delete, exists, join_uri, read_table, size_bytes, window_interval, write_json, write_table
 )
 from kafkatap.pipelines.transforms import throughput
 from kafkatap.pipelines.transforms.conflicts import ownership_conflicts
@@ -78,7 +79,8 @@ def read_inputs(spark: SparkSession, out: str) -> Inputs:
     one = one_partition(size)
 
     def read(name: str, sch: pa.Schema) -> DataFrame:
-        return partitioned(read_table(spark, out, name, sch), one)
+        df = read_table(spark, out, name, sch)
+        return keep(df, one) if kept_in_memory(size) else partitioned(df, one)
 
     frames = read("frames", FRAMES)
     followers = replica_connections(frames)  # their fetched data is replication: marked once for every analysis
@@ -104,10 +106,16 @@ Step = Callable[[Inputs, Mapping[str, DataFrame], str], dict[str, DataFrame]]
 
 
 def _write(spark: SparkSession, report: str, tables: dict[str, DataFrame], inp: Inputs) -> dict[str, DataFrame]:
-    """Write tables, then hand back the written copies (partitioned as the inputs are) so later steps read Parquet
-    instead of recomputing."""
+    """Write tables, then hand back what later steps read instead of recomputing a lineage: in a run over small inputs
+    (`kept_in_memory`), the rows as written, kept while they were written; else the written Parquet (partitioned as
+    the inputs are). Both with the declared types."""
+    small = kept_in_memory(inp.input_bytes)
+    if small:
+        tables = {name: keep(df, inp.one_partition) for name, df in tables.items()}
     for name, df in tables.items():
         write_table(df, report, name, schema.TABLES[name])
+    if small:
+        return {name: conform(df, schema.TABLES[name]) for name, df in tables.items()}
     return {name: partitioned(read_table(spark, report, name, schema.TABLES[name]), inp.one_partition)
             for name in tables}
 

@@ -7,17 +7,19 @@ import pytest
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from kafkatap.pipelines import intermediates
+from kafkatap.pipelines import intermediates, schema
 from kafkatap.pipelines.inputs import short_run
 from kafkatap.pipelines.intermediates import (
-    ONE_PARTITION_BYTES, QUICK_JIT_BYTES, broadcast_small, clustered, intermediate, materialize, once_per_run,
-    partitioned, run_conf, session_settings
+    KEPT_BYTES, ONE_PARTITION_BYTES, QUICK_JIT_BYTES, broadcast_small, clustered, intermediate, materialize,
+    once_per_run, partitioned, run_conf, session_settings
 )
-from kafkatap.pipelines.report import JOBS, with_needs
+from kafkatap.pipelines.report import JOBS, Inputs, _write, with_needs
+from kafkatap.pipelines.storage import spark_schema
 
 pytestmark = pytest.mark.own_run
 
 calls: list[int] = []
+NO_INPUTS = Inputs(*[None] * 6, input_bytes=0)  # for stand-in jobs, which read no input
 
 
 @intermediate
@@ -53,6 +55,40 @@ def test_an_intermediate_is_computed_once_per_run_and_kept_as_rows(spark) -> Non
     calls.clear()
     with once_per_run(spark, ONE_PARTITION_BYTES + 1):
         assert counted(df) is not first and len(calls) == 1  # a new run computes it again
+
+
+@pytest.mark.spark
+def test_an_intermediate_is_computed_by_the_first_query_that_reads_it(spark) -> None:
+    """No Spark job of its own: its rows are kept as the first query computes them, and read by the later ones."""
+    df = spark.createDataFrame([(1,), (1,), (2,)], ["k"])
+    sc = spark.sparkContext
+    sc.setJobGroup("intermediate", "materialized")
+    try:
+        with once_per_run(spark, ONE_PARTITION_BYTES + 1):
+            kept = counted(df)
+            assert sc.statusTracker().getJobIdsForGroup("intermediate") == []
+            rows = kept._jdf.queryExecution().logical().rdd()
+            assert not rows.isCheckpointed()
+            assert sorted(tuple(r) for r in kept.collect()) == [(1, 2), (2, 1)]
+            assert len(sc.statusTracker().getJobIdsForGroup("intermediate")) == 1 and rows.isCheckpointed()
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+        sc.setLocalProperty("spark.job.description", None)
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize(("input_bytes", "leaf"), [(KEPT_BYTES, "LogicalRDD"), (KEPT_BYTES + 1, "parquet")])
+def test_a_small_runs_tables_go_on_as_kept_rows_and_a_larger_ones_as_written(spark, tmp_path, input_bytes: int,
+                                                                            leaf: str) -> None:
+    """A step's tables are written either way; a small run hands the next steps the rows it wrote (no Parquet scan in
+    each later query), a larger one the written files."""
+    name = "throughput/latency"
+    table = spark.createDataFrame([], spark_schema(schema.TABLES[name]))
+    inp = Inputs(*[table] * 6, input_bytes=input_bytes)
+    with once_per_run(spark, input_bytes):
+        (handed,) = _write(spark, str(tmp_path), {name: table}, inp).values()
+        assert leaf in _leaf(handed) and handed.schema == spark_schema(schema.TABLES[name])
+    assert list((tmp_path / name).glob("*.parquet"))
 
 
 @pytest.mark.spark
@@ -193,7 +229,7 @@ def test_independent_jobs_overlap_and_a_job_starts_after_its_needs(spark, monkey
     spans: dict[str, tuple[float, float]] = {}
     _timed_jobs(monkeypatch, spans)
     heard: list[str] = []
-    report._run_jobs(spark, "unused", None, ["b", "c"], "1s", lambda job, seconds: heard.append(job))
+    report._run_jobs(spark, "unused", NO_INPUTS, ["b", "c"], "1s", lambda job, seconds: heard.append(job))
     assert sorted(heard) == ["a", "b", "c"]
     assert spans["b"][0] >= spans["a"][1]  # b needs a
     assert spans["c"][0] < spans["a"][1] and spans["a"][0] < spans["c"][1]  # a and c side by side
@@ -206,7 +242,7 @@ def test_a_failed_job_stops_the_jobs_not_started_and_is_raised(spark, monkeypatc
     spans: dict[str, tuple[float, float]] = {}
     _timed_jobs(monkeypatch, spans, fail="a")
     with pytest.raises(RuntimeError, match="a failed"):
-        report._run_jobs(spark, "unused", None, ["a", "b", "c"], "1s", None)
+        report._run_jobs(spark, "unused", NO_INPUTS, ["a", "b", "c"], "1s", None)
     assert "b" not in spans  # never started: its need failed
 
 
@@ -229,6 +265,6 @@ def test_a_steps_spark_jobs_are_named_after_the_kafkatap_job_and_step(spark, mon
         return {}
 
     monkeypatch.setattr(report, "JOBS", {"sessions": report.Job((load,))})
-    report._run_job(spark, "unused", None, "sessions", {}, "1s", threading.Event())
+    report._run_job(spark, "unused", NO_INPUTS, "sessions", {}, "1s", threading.Event())
     assert seen == [("sessions: load", "sessions: load")]
     assert "sessions" not in call_site()[0]
