@@ -6,10 +6,10 @@ planned and executed them dozens of times, in plans of up to 650 KB, and adaptiv
 them as a Spark job of its own (387 Spark jobs for 36 tables). Two rules remove that:
 
 - Inside `once_per_run()`, a function marked `@intermediate` runs once per set of input DataFrames and its rows are
-  materialized (`materialize`): every later caller, in the same job or a later one, gets a plan whose leaf is those
-  rows. Memoizing by the inputs' identity is sound because DataFrames are immutable; the inputs are kept beside the
-  result, so an id is never reused while the run lasts. Outside a run (a test calling one transform on its own
-  frames) the function is plain.
+  kept (`materialize`) by the first query that computes them: every later caller, in the same job or a later one, gets
+  a plan whose leaf is those rows. Memoizing by the inputs' identity is sound because DataFrames are immutable; the
+  inputs are kept beside the result, so an id is never reused while the run lasts. Outside a run (a test calling one
+  transform on its own frames) the function is plain.
 - A run over inputs small enough for one task (`ONE_PARTITION_BYTES`) reads them, and materializes every
   intermediate, as one partition. Spark plans no shuffle over a single partition: an aggregation, a window or a
   join of such inputs runs in the stage that reads them, so a table is one job instead of one per shuffle. Joins
@@ -112,7 +112,7 @@ Intermediate = Callable[..., DataFrame]
 
 @dataclass
 class _Kept:
-    """One intermediate of a run: its lock makes a second job that needs it wait for the first one's rows."""
+    """One intermediate of a run: its lock makes a second job that needs it wait for the first one's plan."""
     lock: threading.Lock = field(default_factory=threading.Lock)
     frames: tuple[DataFrame, ...] = ()  # the inputs, kept so their ids are not reused while the run lasts
     result: DataFrame | None = None
