@@ -72,8 +72,7 @@ def test_an_intermediate_is_computed_by_the_first_query_that_reads_it(spark) -> 
             assert sorted(tuple(r) for r in kept.collect()) == [(1, 2), (2, 1)]
             assert len(sc.statusTracker().getJobIdsForGroup("intermediate")) == 1 and rows.isCheckpointed()
     finally:
-        sc.setLocalProperty("spark.jobGroup.id", None)
-        sc.setLocalProperty("spark.job.description", None)
+        sc._jsc.clearJobGroup()  # all three properties setJobGroup set (PySpark has no clearJobGroup of its own)
 
 
 @pytest.mark.spark
