@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 
 import pytest
 from pyspark.sql import functions as F
@@ -10,6 +11,14 @@ from pyspark.sql import functions as F
 from kafkatap.pipelines.transforms.percentiles import nearest_rank, ranked
 
 pytestmark = pytest.mark.spark
+
+QS = {"p50": 0.5, "p95": 0.95, "p99": 0.99, "p100": 1.0}
+
+
+def oracle(values: list[int | None], q: float) -> int | None:
+    """The value at rank ceil(q * n) of the sorted non-null values."""
+    values = sorted(v for v in values if v is not None)
+    return values[max(1, math.ceil(q * len(values))) - 1] if values else None
 
 
 def test_nearest_rank_is_exact_per_group_with_nulls_and_empty_groups(spark):
@@ -25,3 +34,19 @@ def test_nearest_rank_is_exact_per_group_with_nulls_and_empty_groups(spark):
         math.ceil(0.5 * n) - 1, math.ceil(0.95 * n) - 1, math.ceil(0.99 * n) - 1, n - 1, n)
     assert (got["b"].p50, got["b"].p99) == (42, 42)
     assert (got["c"].p50, got["c"].p100) == (None, None)
+
+
+def test_repeated_values_and_null_group_keys(spark):
+    """Values that repeat (latencies do) rank as often as they occur, and a group whose key is null (an unknown api)
+    gets its own percentiles, not its neighbours'."""
+    rng = random.Random(7)
+    groups = {("x", 1): [rng.choice([5, 5, 5, 7, 9, 120]) for _ in range(997)],
+              (None, 1): [rng.randint(0, 3) for _ in range(101)] + [None] * 3,
+              ("x", None): [1000, 1000, 3]}
+    df = spark.createDataFrame([(g, h, v) for (g, h), values in groups.items() for v in values],
+                               "g string, h int, v long")
+    got = {(r.g, r.h): r for r in ranked(df, ["g", "h"], "v").groupBy("g", "h").agg(
+        *(nearest_rank("v", q).alias(name) for name, q in QS.items())).collect()}
+    assert set(got) == set(groups)
+    for key, values in groups.items():
+        assert [getattr(got[key], name) for name in QS] == [oracle(values, q) for q in QS.values()], key
