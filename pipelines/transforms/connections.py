@@ -7,7 +7,9 @@ from pyspark.sql import functions as F
 
 from kafkatap.dissect.tables.schema import TCP_COUNTS
 from kafkatap.pipelines.transforms.common import with_client_host
-from kafkatap.pipelines.transforms.percentiles import nearest_rank, ranked
+from kafkatap.pipelines.transforms.percentiles import percentiles, spread
+
+LATENCY = {"latency_p50_us": 0.5, "latency_p99_us": 0.99}
 
 
 def connections(frames: DataFrame, tcp: DataFrame) -> DataFrame:
@@ -21,7 +23,7 @@ def connections(frames: DataFrame, tcp: DataFrame) -> DataFrame:
                   .groupBy("conn_id").agg(
                       F.max_by("client_id", F.struct("n", F.col("client_id"))).alias("client_id"),
                       F.sort_array(F.collect_list("client_id")).alias("client_ids")))
-    totals = ranked(frames, ["conn_id"], "latency_us").groupBy("conn_id").agg(
+    totals = spread(frames.groupBy("conn_id").agg(
         F.first("client_addr", ignorenulls=True).alias("client_addr"),
         F.first("broker_addr", ignorenulls=True).alias("broker_addr"),
         F.min(F.least("ts_request", "ts_response")).alias("first_seen"),
@@ -31,9 +33,8 @@ def connections(frames: DataFrame, tcp: DataFrame) -> DataFrame:
         F.sum(F.coalesce("response_bytes", F.lit(0))).alias("response_bytes"),
         F.count(F.when(F.col("error_code") != 0, 1)).alias("errors"),
         F.count(F.when(F.col("status").isin("unpaired_request", "unpaired_response"), 1)).alias("unpaired"),
-        nearest_rank("latency_us", 0.5).alias("latency_p50_us"),
-        nearest_rank("latency_us", 0.99).alias("latency_p99_us"),
-    )
+        percentiles("latency_us", LATENCY),
+    ), "latency_us", LATENCY, "long")
     return (with_client_host(totals).join(per_client, "conn_id", "left").join(per_api, "conn_id", "left")
             .join(tcp.select("conn_id", *TCP_COUNTS), "conn_id", "left")
             .withColumn("client_ids", F.coalesce("client_ids", F.array().cast("array<string>"))))
