@@ -150,33 +150,44 @@ def wind_down_deadline() -> Iterator[None]:
     process started is killed, so the calls that wait on it fail at once and the interrupt ends the command (the
     py4j calls that cancel the jobs, restore settings and end the job threads have no timeout of their own). The
     signals' own handlers (pyspark's for SIGINT, `errors.terminate_as_interrupt`'s) still run after. Only in the main
-    thread of a process that started its JVM (not under spark-submit, whose JVM is the parent)."""
+    thread of a process that started its JVM (not under spark-submit, whose JVM is the parent).
+
+    The clock is a thread started on entry, and the signal handler only sets an event: a handler runs in the main
+    thread wherever it was interrupted, possibly holding a lock of `threading` or `logging` that starting a thread or
+    logging would need, and then blocks in pyspark's own handler on the JVM that is not answering."""
     gateway = SparkContext._gateway
     if getattr(gateway, "proc", None) is None or threading.current_thread() is not threading.main_thread():
         yield
         return
-    timer = threading.Timer(WIND_DOWN_S, _end_jvm, (gateway.proc,))
-    timer.daemon = True
+    interrupted, ended = threading.Event(), threading.Event()
+
+    def clock() -> None:
+        interrupted.wait()
+        if not ended.wait(WIND_DOWN_S):
+            _end_jvm(gateway.proc)
+
     previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     hooked = [sig for sig, handler in previous.items() if callable(handler)]
 
     def on_signal(signum: int, frame: object) -> None:
-        if timer.ident is None:  # the first signal starts it; a second one must not start it again
-            timer.start()
+        interrupted.set()
         previous[signum](signum, frame)
 
+    threading.Thread(target=clock, name="kafkatap-wind-down", daemon=True).start()
     for sig in hooked:
         signal.signal(sig, on_signal)
     try:
         yield
     finally:
-        timer.cancel()
-        for sig in hooked:
+        for sig in hooked:  # first, so that no handler sets the event below while this thread is setting it
             signal.signal(sig, previous[sig])
+        ended.set()
+        interrupted.set()
 
 
 def _end_jvm(proc: subprocess.Popen) -> None:
-    """Kill the JVM unless it has ended; said in the log (Python's logging goes to the JVM's log file)."""
+    """Kill the JVM unless it has ended, then say so in the log (Python's logging goes to the JVM's log file): killed
+    first, since a thread stuck on the JVM may hold the logging handler's lock until the JVM is gone."""
     if proc.poll() is None:
-        logger.warning("the JVM (pid %d) had not wound down %.0f s after the interrupt: killed", proc.pid, WIND_DOWN_S)
         proc.kill()
+        logger.warning("the JVM (pid %d) had not wound down %.0f s after the interrupt: killed", proc.pid, WIND_DOWN_S)
