@@ -224,9 +224,16 @@ def existing_tables(spark: SparkSession, report: str, done: Mapping[str, DataFra
 
 
 CONCURRENT_JOBS = 2
-"""Jobs run side by side. A job over a one-partition input keeps one core busy, and much of its time is planning
+"""Jobs run side by side over a one-partition input. Such a job keeps one core busy, and much of its time is planning
 (Python and the JVM's analyzer) rather than tasks: a second job fills the other core and the gaps. Measured on the
 bundled sample and a 215k-frame capture on two cores: see docs/performance.md."""
+
+
+def jobs_at_a_time(inp: Inputs) -> int:
+    """`CONCURRENT_JOBS` over a one-partition input; one over a partitioned one, whose tasks fill every core anyway: a
+    second job there only takes half of the first one's cores, and each job's time is then the other's too (10 M
+    generated frames on two cores: the run as long, 359-393 s, but `sessions` 165-182 s instead of 93-96 s)."""
+    return CONCURRENT_JOBS if inp.one_partition else 1
 
 
 def _run_job(spark: SparkSession, report: str, inp: Inputs, job: str, done: Mapping[str, DataFrame], window: str,
@@ -258,16 +265,16 @@ def _call_site(sc: SparkContext, text: str | None) -> None:
 
 def _run_jobs(spark: SparkSession, report: str, inp: Inputs, jobs: list[str], window: str,
               on_job: Callable[[str, float], None] | None) -> dict[str, DataFrame]:
-    """Run `jobs` (each after the jobs it needs), up to `CONCURRENT_JOBS` at a time, in `with_needs` order; returns
+    """Run `jobs` (each after the jobs it needs), up to `jobs_at_a_time` at a time, in `with_needs` order; returns
     every table written. The first failure (or Ctrl-C) stops the rest: no new job or step starts, Spark's running
     jobs are cancelled, and it is raised once the other threads have ended."""
     pending, done, finished = with_needs(jobs), {}, set()
     running: dict[Future, tuple[str, float]] = {}
-    stop = threading.Event()
-    with ThreadPoolExecutor(CONCURRENT_JOBS, thread_name_prefix="kafkatap-job") as pool:
+    stop, at_a_time = threading.Event(), jobs_at_a_time(inp)
+    with ThreadPoolExecutor(at_a_time, thread_name_prefix="kafkatap-job") as pool:
         try:
             while pending or running:
-                for job in [j for j in pending if finished.issuperset(JOBS[j].needs)][:CONCURRENT_JOBS - len(running)]:
+                for job in [j for j in pending if finished.issuperset(JOBS[j].needs)][:at_a_time - len(running)]:
                     pending.remove(job)
                     # the copied context carries `once_per_run`'s run into the thread; the tables so far as they
                     # are now (the ones it needs among them): `done` grows while the job runs

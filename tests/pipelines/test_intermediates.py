@@ -235,6 +235,18 @@ def test_independent_jobs_overlap_and_a_job_starts_after_its_needs(spark, monkey
 
 
 @pytest.mark.spark
+def test_jobs_over_a_partitioned_input_run_one_at_a_time(spark, monkeypatch) -> None:
+    """Their tasks fill the cores: a second job would only share them, and each job's time would be both jobs'."""
+    from kafkatap.pipelines import report
+
+    spans: dict[str, tuple[float, float]] = {}
+    _timed_jobs(monkeypatch, spans)
+    partitioned_input = Inputs(*[None] * 6, input_bytes=ONE_PARTITION_BYTES + 1)
+    report._run_jobs(spark, "unused", partitioned_input, ["c", "b"], "1s", None)
+    assert spans["a"][0] >= spans["c"][1] and spans["b"][0] >= spans["a"][1]  # in order, none beside another
+
+
+@pytest.mark.spark
 def test_a_failed_job_stops_the_jobs_not_started_and_is_raised(spark, monkeypatch) -> None:
     from kafkatap.pipelines import report
 
