@@ -13,7 +13,6 @@ import os
 import sys
 from collections.abc import Callable
 
-import pyarrow.dataset as ds
 from rich.console import Console
 
 from kafkatap import errors
@@ -176,6 +175,8 @@ def cut_short(summary: dict, out: str) -> list[str]:
     if not os.path.isdir(folder):  # an output on a cluster's storage: the count is all there is here
         return [f"{summary['anomalies_by_kind']['truncated_file']} capture file(s) end inside a packet: the tables "
                 "hold what came before the cut (anomalies, kind truncated_file)"]
+    import pyarrow.dataset as ds  # here: it imports pandas (0.2 s), which no other part of a dissect run needs
+
     rows = ds.dataset(folder).to_table(columns=["capture_file", "detail"],
                                        filter=ds.field("kind") == "truncated_file").to_pylist()
     return [f"{r['capture_file']} is cut short ({r['detail']}): the tables hold what came before the cut"

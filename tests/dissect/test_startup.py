@@ -28,3 +28,14 @@ def test_modules_some_runs_need_are_imported_when_needed(tmp_path: Path) -> None
     assert imported["at_start"] == []
     assert not {"cryptography", "kafkatap.dissect.tls.session", "multiprocessing"} & set(imported["after"])
     assert (tmp_path / "out" / "frames").is_dir()
+
+
+def test_a_dissect_command_does_not_import_pandas(tmp_path: Path) -> None:
+    """pyarrow.dataset imports pandas (0.2 s of every command's start); only the rare line about a capture file cut
+    short reads the output back with it."""
+    command = [sys.executable, "-X", "importtime", "-m", "kafkatap.dissect", str(SAMPLES / "idempotent.pcapng"),
+               "-o", str(tmp_path / "out"), "-q"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    imported = {line.rpartition("|")[2].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    assert "pyarrow.parquet" in imported and not {"pandas", "pyarrow.dataset"} & imported
