@@ -232,7 +232,8 @@ bundled sample and a 215k-frame capture on two cores: see docs/performance.md.""
 def jobs_at_a_time(inp: Inputs) -> int:
     """`CONCURRENT_JOBS` over a one-partition input; one over a partitioned one, whose tasks fill every core anyway: a
     second job there only takes half of the first one's cores, and each job's time is then the other's too (10 M
-    generated frames on two cores: the run as long, 359-393 s, but `sessions` 165-182 s instead of 93-96 s)."""
+    generated frames on two cores, three runs each way: the run as long, 359-385 s against 372-393 s, and `sessions`
+    93-96 s instead of 165-182 s)."""
     return CONCURRENT_JOBS if inp.one_partition else 1
 
 
