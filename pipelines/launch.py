@@ -25,7 +25,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
@@ -38,6 +38,8 @@ WIND_DOWN_S = 10.0
 """How long an interrupted run may take to wind down before the JVM it started is killed: a run's jobs end within
 about a second of Ctrl-C or SIGTERM on the bundled sample (loaded two-core machine); a CI run's command, given SIGTERM,
 was still up 120 s later, and a JVM frozen by SIGSTOP would be waited on for good."""
+_INTERRUPTS = frozenset((signal.SIGINT, signal.SIGTERM))
+_BLOCK_ENDED = b"\0"  # not a signal's number: the main thread's word to the clock that the block ended
 NO_JAVA = "Spark needs Java 17 or newer: install it (Debian: apt-get install openjdk-17-jre-headless) or set JAVA_HOME"
 # What spark-submit prints when it gives up before the gateway is up (bad master, missing class, bad option)
 _SUBMIT_FAILURE = re.compile(r'^(?:Exception in thread "[^"]*" |Error: )(?P<reason>.+)')
@@ -149,40 +151,56 @@ def wind_down_deadline() -> Iterator[None]:
     """Inside, Ctrl-C or SIGTERM also starts a clock: if the block has not ended `WIND_DOWN_S` later, the JVM this
     process started is killed, so the calls that wait on it fail at once and the interrupt ends the command (the
     py4j calls that cancel the jobs, restore settings and end the job threads have no timeout of their own). The
-    signals' own handlers (pyspark's for SIGINT, `errors.terminate_as_interrupt`'s) still run after. Only in the main
-    thread of a process that started its JVM (not under spark-submit, whose JVM is the parent).
+    signals' own handlers (pyspark's for SIGINT, `errors.terminate_as_interrupt`'s) run as before. Only in the main
+    thread of a process that started its JVM (not under spark-submit, whose JVM is the parent), and not in a program
+    that already reads signals through a wakeup fd (asyncio): it decides itself what a signal stops.
 
-    The clock is a thread started on entry, and the signal handler only sets an event: a handler runs in the main
-    thread wherever it was interrupted, possibly holding a lock of `threading` or `logging` that starting a thread or
-    logging would need, and then blocks in pyspark's own handler on the JVM that is not answering."""
+    The clock hears of the signal through Python's wakeup fd, written by the C-level handler the moment the signal
+    arrives, not through a Python handler: that one runs only when the main thread next runs Python code, and a
+    main thread that took the signal just before it blocked (waiting for a job, which waits for the frozen JVM)
+    never does (a CI run's command hung so, with no kill logged). A Python handler would also run wherever the main
+    thread was, possibly holding a lock of `threading` or `logging` that the clock needs."""
     gateway = SparkContext._gateway
     if getattr(gateway, "proc", None) is None or threading.current_thread() is not threading.main_thread():
         yield
         return
-    interrupted, ended = threading.Event(), threading.Event()
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    previous = signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
+    if previous != -1:
+        signal.set_wakeup_fd(previous)
+        for fd in (read_end, write_end):
+            os.close(fd)
+        yield
+        return
+    ended = threading.Event()
 
     def clock() -> None:
-        interrupted.wait()
-        if not ended.wait(WIND_DOWN_S):
-            _end_jvm(gateway.proc)
-
-    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
-    hooked = [sig for sig, handler in previous.items() if callable(handler)]
-
-    def on_signal(signum: int, frame: object) -> None:
-        interrupted.set()
-        previous[signum](signum, frame)
+        try:
+            if _interrupt_arrives(read_end) and not ended.wait(WIND_DOWN_S):
+                _end_jvm(gateway.proc)
+        finally:
+            os.close(read_end)
 
     threading.Thread(target=clock, name="kafkatap-wind-down", daemon=True).start()
-    for sig in hooked:
-        signal.signal(sig, on_signal)
     try:
         yield
     finally:
-        for sig in hooked:  # first, so that no handler sets the event below while this thread is setting it
-            signal.signal(sig, previous[sig])
+        signal.set_wakeup_fd(-1)  # first: no handler writes to the pipe once it is closed
         ended.set()
-        interrupted.set()
+        with suppress(BrokenPipeError, BlockingIOError):  # the clock heard an interrupt and stopped reading
+            os.write(write_end, _BLOCK_ENDED)
+        os.close(write_end)
+
+
+def _interrupt_arrives(read_end: int) -> bool:
+    """Read the signal numbers the wakeup fd gets until SIGINT or SIGTERM (True) or the block's end (False)."""
+    while True:
+        numbers = os.read(read_end, 512)
+        if _INTERRUPTS.intersection(numbers):
+            return True
+        if not numbers or _BLOCK_ENDED[0] in numbers:
+            return False
 
 
 def _end_jvm(proc: subprocess.Popen) -> None:

@@ -9,7 +9,9 @@ import logging
 import os
 import signal
 import subprocess
+import threading
 import time
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -35,6 +37,15 @@ class _WaitsForTheKill(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         self.seen.append((record.getMessage(), _dead(self.proc, 3)))
+
+
+class _Recorder(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.messages = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
 
 
 def test_the_jvm_is_killed_after_the_deadline_before_it_is_logged(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -81,5 +92,77 @@ def test_a_block_that_ends_in_time_kills_nothing(monkeypatch: pytest.MonkeyPatch
         time.sleep(0.5)
         assert jvm.poll() is None
     finally:
+        jvm.kill()
+        jvm.wait()
+
+
+def test_a_signal_the_main_thread_does_not_see_still_starts_the_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The race of a CI run: the signal came just before the main thread blocked waiting for the JVM (for a job that
+    waits on it), so its Python handler runs only once that wait ends, and the wait ends only when the JVM dies.
+    Here the main thread blocks SIGINT and waits for the JVM; another thread sends the signal once the kernel shows
+    the main thread in that wait, so that thread takes it and the main thread's wait goes on."""
+    jvm = subprocess.Popen(["sleep", "10"])
+    monkeypatch.setattr(SparkContext, "_gateway", SimpleNamespace(proc=jvm), raising=False)
+    monkeypatch.setattr(launch, "WIND_DOWN_S", 0.2)
+    logged = _Recorder()
+    launch.logger.addHandler(logged)
+    main, seen_waiting = threading.get_native_id(), []
+
+    def interrupt_the_wait() -> None:
+        seen_waiting.append(_waits_for_a_child(main, within=5))
+        os.kill(os.getpid(), signal.SIGINT)
+
+    def pyspark_handler(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, pyspark_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt), launch.wind_down_deadline():
+            threading.Thread(target=interrupt_the_wait).start()  # before the mask below: it may take SIGINT
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+            jvm.wait()
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        signal.signal(signal.SIGINT, previous)
+        jvm.kill()
+        jvm.wait()
+        time.sleep(0.5)  # the clock logs just after the kill
+        launch.logger.removeHandler(logged)
+    assert seen_waiting == [True]
+    # the old clock heard of the signal only when the JVM had ended by itself: nothing to kill
+    assert logged.messages == [f"the JVM (pid {jvm.pid}) had not wound down 0 s after the interrupt: killed"]
+
+
+def _waits_for_a_child(tid: int, within: float) -> bool:
+    """Whether thread `tid` of this process is seen in the kernel's wait for a child (waitpid) within `within` s."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if Path(f"/proc/self/task/{tid}/wchan").read_text() == "do_wait":
+            return True
+        time.sleep(0.001)
+    return False
+
+
+def test_a_program_with_its_own_wakeup_fd_keeps_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """asyncio's loop reads signals from its wakeup fd: the deadline neither takes it over nor kills on its signals."""
+    jvm = subprocess.Popen(["sleep", "60"])
+    monkeypatch.setattr(SparkContext, "_gateway", SimpleNamespace(proc=jvm), raising=False)
+    monkeypatch.setattr(launch, "WIND_DOWN_S", 0.2)
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    signal.set_wakeup_fd(write_end)
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: None)  # asyncio's: the loop acts on the fd
+    try:
+        with launch.wind_down_deadline():
+            assert signal.set_wakeup_fd(write_end) == write_end
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.5)
+        assert os.read(read_end, 16) == bytes([signal.SIGINT])
+        assert jvm.poll() is None
+    finally:
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGINT, previous)
+        os.close(read_end)
+        os.close(write_end)
         jvm.kill()
         jvm.wait()
