@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import select
 import shutil
 import signal
 import socket
@@ -39,7 +40,6 @@ WIND_DOWN_S = 10.0
 about a second of Ctrl-C or SIGTERM on the bundled sample (loaded two-core machine); a CI run's command, given SIGTERM,
 was still up 120 s later, and a JVM frozen by SIGSTOP would be waited on for good."""
 _INTERRUPTS = frozenset((signal.SIGINT, signal.SIGTERM))
-_BLOCK_ENDED = b"\0"  # not a signal's number: the main thread's word to the clock that the block ended
 NO_JAVA = "Spark needs Java 17 or newer: install it (Debian: apt-get install openjdk-17-jre-headless) or set JAVA_HOME"
 # What spark-submit prints when it gives up before the gateway is up (bad master, missing class, bad option)
 _SUBMIT_FAILURE = re.compile(r'^(?:Exception in thread "[^"]*" |Error: )(?P<reason>.+)')
@@ -152,14 +152,13 @@ def wind_down_deadline() -> Iterator[None]:
     process started is killed, so the calls that wait on it fail at once and the interrupt ends the command (the
     py4j calls that cancel the jobs, restore settings and end the job threads have no timeout of their own). The
     signals' own handlers (pyspark's for SIGINT, `errors.terminate_as_interrupt`'s) run as before. Only in the main
-    thread of a process that started its JVM (not under spark-submit, whose JVM is the parent), and not in a program
-    that already reads signals through a wakeup fd (asyncio): it decides itself what a signal stops.
+    thread of a process that started its JVM (not under spark-submit, whose JVM is the parent).
 
     The clock hears of the signal through Python's wakeup fd, written by the C-level handler the moment the signal
     arrives, not through a Python handler: that one runs only when the main thread next runs Python code, and a
     main thread that took the signal just before it blocked (waiting for a job, which waits for the frozen JVM)
-    never does (a CI run's command hung so, with no kill logged). A Python handler would also run wherever the main
-    thread was, possibly holding a lock of `threading` or `logging` that the clock needs."""
+    never does (a CI run's command hung so, with no kill logged). A wakeup fd set before (an asyncio loop's, such as
+    pyshark's) gets every signal number passed on, and is set again at the end."""
     gateway = SparkContext._gateway
     if getattr(gateway, "proc", None) is None or threading.current_thread() is not threading.main_thread():
         yield
@@ -167,40 +166,38 @@ def wind_down_deadline() -> Iterator[None]:
     read_end, write_end = os.pipe()
     os.set_blocking(write_end, False)
     previous = signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
-    if previous != -1:
-        signal.set_wakeup_fd(previous)
-        for fd in (read_end, write_end):
-            os.close(fd)
-        yield
-        return
-    ended = threading.Event()
-
-    def clock() -> None:
-        try:
-            if _interrupt_arrives(read_end) and not ended.wait(WIND_DOWN_S):
-                _end_jvm(gateway.proc)
-        finally:
-            os.close(read_end)
-
-    threading.Thread(target=clock, name="kafkatap-wind-down", daemon=True).start()
+    threading.Thread(target=_clock, args=(read_end, previous, gateway.proc), name="kafkatap-wind-down",
+                     daemon=True).start()
     try:
         yield
     finally:
-        signal.set_wakeup_fd(-1)  # first: no handler writes to the pipe once it is closed
-        ended.set()
-        with suppress(BrokenPipeError, BlockingIOError):  # the clock heard an interrupt and stopped reading
-            os.write(write_end, _BLOCK_ENDED)
-        os.close(write_end)
+        signal.set_wakeup_fd(previous)  # first: no handler writes to the pipe once it is closed
+        os.close(write_end)  # the clock reads the end of the pipe: the block's end
 
 
-def _interrupt_arrives(read_end: int) -> bool:
-    """Read the signal numbers the wakeup fd gets until SIGINT or SIGTERM (True) or the block's end (False)."""
-    while True:
-        numbers = os.read(read_end, 512)
-        if _INTERRUPTS.intersection(numbers):
-            return True
-        if not numbers or _BLOCK_ENDED[0] in numbers:
-            return False
+def _clock(read_end: int, passed_on: int, proc: subprocess.Popen) -> None:
+    """Read the signal numbers the wakeup fd gets until the block ends (the pipe's end), passing each on to the
+    wakeup fd set before (-1: none); kill the JVM `WIND_DOWN_S` after the first SIGINT or SIGTERM unless the block
+    ends first. `poll`, not `select`: a session's process may hold more than 1,024 fds."""
+    poller = select.poll()
+    poller.register(read_end, select.POLLIN)
+    deadline = None
+    try:
+        while True:
+            if not poller.poll(None if deadline is None else max(0.0, deadline - time.monotonic()) * 1000):
+                _end_jvm(proc)
+                deadline = None
+                continue
+            numbers = os.read(read_end, 512)
+            if not numbers:
+                return
+            if passed_on != -1:
+                with suppress(OSError):  # its owner's buffer is full, or it closed it without saying so
+                    os.write(passed_on, numbers)
+            if deadline is None and _INTERRUPTS.intersection(numbers):
+                deadline = time.monotonic() + WIND_DOWN_S
+    finally:
+        os.close(read_end)
 
 
 def _end_jvm(proc: subprocess.Popen) -> None:
