@@ -65,7 +65,8 @@ def test_wheel_holds_the_compiled_core(wheel: Path) -> None:
 
 def test_installs_beside_dissect_cstruct(wheel: Path, tmp_path: Path) -> None:
     cstruct = sorted(WHEELHOUSE.glob("dissect_cstruct-*.whl"))
-    assert cstruct, f"no dissect.cstruct wheel in {WHEELHOUSE}: `make` downloads it (rm {sys.prefix}/bin/.installed; make)"
+    assert cstruct, (f"no dissect.cstruct wheel in {WHEELHOUSE}: `make` downloads it "
+                     f"(rm {sys.prefix}/bin/.installed; make)")
     env = tmp_path / "fresh"
     venv.EnvBuilder(with_pip=True).create(env)
     python = env / "bin" / "python"
