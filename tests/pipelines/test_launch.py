@@ -5,12 +5,14 @@ pyspark's, whose py4j call to cancel the jobs would wait on the frozen JVM for g
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -40,6 +42,8 @@ class _WaitsForTheKill(logging.Handler):
 
 
 class _Recorder(logging.Handler):
+    """The messages logged, in order."""
+
     def __init__(self) -> None:
         super().__init__()
         self.messages = []
@@ -126,11 +130,21 @@ def test_a_signal_the_main_thread_does_not_see_still_starts_the_clock(monkeypatc
         signal.signal(signal.SIGINT, previous)
         jvm.kill()
         jvm.wait()
-        time.sleep(0.5)  # the clock logs just after the kill
+        _within(5, lambda: logged.messages)  # the clock logs just after the kill
         launch.logger.removeHandler(logged)
     assert seen_waiting == [True]
     # the old clock heard of the signal only when the JVM had ended by itself: nothing to kill
     assert logged.messages == [f"the JVM (pid {jvm.pid}) had not wound down 0 s after the interrupt: killed"]
+
+
+def _within(seconds: float, check: Callable[[], object]) -> bool:
+    """Whether `check()` comes true within `seconds`."""
+    deadline = time.monotonic() + seconds
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
 
 
 def _waits_for_a_child(tid: int, within: float) -> bool:
@@ -159,8 +173,15 @@ def test_a_wakeup_fd_set_before_gets_every_signal_and_is_set_again(monkeypatch: 
             assert _dead(jvm, 5) == -signal.SIGKILL
             os.kill(os.getpid(), signal.SIGINT)
         assert signal.set_wakeup_fd(previous_fd) == write_end
-        time.sleep(0.2)  # the clock passes on what it read
-        assert os.read(read_end, 64).count(signal.SIGINT) == 2  # beside SIGCHLD's where asyncio watches children
+        os.set_blocking(read_end, False)
+        passed_on = bytearray()
+
+        def both_passed_on() -> bool:  # the clock passes on what it read, until the pipe's end
+            with contextlib.suppress(BlockingIOError):
+                passed_on.extend(os.read(read_end, 64))
+            return passed_on.count(signal.SIGINT) == 2  # beside SIGCHLD's where asyncio watches children
+
+        assert _within(5, both_passed_on)
     finally:
         signal.set_wakeup_fd(previous_fd)
         signal.signal(signal.SIGINT, previous)
