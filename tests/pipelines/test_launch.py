@@ -22,10 +22,18 @@ from pyspark import SparkContext
 from kafkatap.pipelines import launch
 
 
-def _dead(proc: subprocess.Popen, within: float) -> int | None:
-    deadline = time.monotonic() + within
-    while proc.poll() is None and time.monotonic() < deadline:
+def _within(seconds: float, check: Callable[[], object]) -> bool:
+    """Whether `check()` comes true within `seconds`."""
+    deadline = time.monotonic() + seconds
+    while not check():
+        if time.monotonic() > deadline:
+            return False
         time.sleep(0.01)
+    return True
+
+
+def _dead(proc: subprocess.Popen, within: float) -> int | None:
+    _within(within, lambda: proc.poll() is not None)
     return proc.poll()
 
 
@@ -113,7 +121,8 @@ def test_a_signal_the_main_thread_does_not_see_still_starts_the_clock(monkeypatc
     main, seen_waiting = threading.get_native_id(), []
 
     def interrupt_the_wait() -> None:
-        seen_waiting.append(_waits_for_a_child(main, within=5))
+        wchan = Path(f"/proc/self/task/{main}/wchan")  # the kernel's wait for a child (waitpid): "do_wait"
+        seen_waiting.append(_within(5, lambda: wchan.read_text() == "do_wait"))
         os.kill(os.getpid(), signal.SIGINT)
 
     def pyspark_handler(signum: int, frame: object) -> None:
@@ -135,26 +144,6 @@ def test_a_signal_the_main_thread_does_not_see_still_starts_the_clock(monkeypatc
     assert seen_waiting == [True]
     # the old clock heard of the signal only when the JVM had ended by itself: nothing to kill
     assert logged.messages == [f"the JVM (pid {jvm.pid}) had not wound down 0 s after the interrupt: killed"]
-
-
-def _within(seconds: float, check: Callable[[], object]) -> bool:
-    """Whether `check()` comes true within `seconds`."""
-    deadline = time.monotonic() + seconds
-    while not check():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
-    return True
-
-
-def _waits_for_a_child(tid: int, within: float) -> bool:
-    """Whether thread `tid` of this process is seen in the kernel's wait for a child (waitpid) within `within` s."""
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        if Path(f"/proc/self/task/{tid}/wchan").read_text() == "do_wait":
-            return True
-        time.sleep(0.001)
-    return False
 
 
 def test_a_wakeup_fd_set_before_gets_every_signal_and_is_set_again(monkeypatch: pytest.MonkeyPatch) -> None:
