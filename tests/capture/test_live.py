@@ -230,6 +230,9 @@ def test_parquet_grows_during_the_capture(tmp_path: Path) -> None:
                 if rows_while_capturing:
                     break
                 time.sleep(0.1)
+            # one more exchange after the rows were counted: the output must grow past them (without it, a capture
+            # whose dissection had caught up with every packet by then ended with exactly those rows)
+            producer.send(TOPIC, value=b"x" * 400).get(timeout=10)
             producer.close()
             assert proc.poll() is None, "the capture must still be running"
         finally:
