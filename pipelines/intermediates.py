@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -123,6 +124,8 @@ class _Run:
     one_partition: bool
     kept: dict[tuple[str, tuple[int, ...]], _Kept] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)  # guards `kept` (jobs run in threads)
+    asked: dict[tuple[str, int], tuple[DataFrame, object]] = field(default_factory=dict)  # `_asked`, by input
+    asked_lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 _RUN: ContextVar[_Run | None] = ContextVar("run", default=None)
@@ -175,8 +178,51 @@ def clustered(df: DataFrame, *cols: str) -> DataFrame:
 def keep(df: DataFrame, one: bool) -> DataFrame:
     """`df`'s rows kept where the first query that reads them computes them (a lazy localCheckpoint): later plans
     start from those rows instead of `df`'s lineage, and no Spark job runs only to compute them. One partition
-    when `one`."""
-    return partitioned(df.localCheckpoint(eager=False), one)
+    when `one`. When Spark's optimizer knows `df` to be empty (`transforms.common.of_apis`), a limit of 0 on top
+    tells the plans that read it so too, which kept rows alone would hide: they are then planned as empty, and the
+    rows are never computed."""
+    kept = partitioned(df.localCheckpoint(eager=False), one)
+    return kept.limit(0) if known_empty(df) else kept
+
+
+def known_empty(df: DataFrame) -> bool:
+    """Whether Spark's optimizer reduced `df` to an empty relation. The optimized plan is the one its checkpoint or
+    query then plans from (the same `QueryExecution`), so asking costs a few calls, not an optimization."""
+    plan = df._jdf.queryExecution().optimizedPlan()
+    return plan.nodeName() == "LocalRelation" and plan.data().isEmpty()
+
+
+_INPUTS: weakref.WeakSet[DataFrame] = weakref.WeakSet()
+
+
+def an_input(df: DataFrame) -> DataFrame:
+    """Mark `df` as one of a run's inputs (`report.read_inputs`): the questions below are asked of inputs only, once
+    each per run, never of the many DataFrames built from them."""
+    _INPUTS.add(df)
+    return df
+
+
+def api_keys_in(frames: DataFrame) -> frozenset[int] | None:
+    """The api keys an input's `frames` hold, asked once per run (one small query); None outside a run or for
+    DataFrames that are no input: not known."""
+    return _asked(frames, "api_keys", lambda: frozenset(r[0] for r in frames.select("api_key").distinct().collect()))
+
+
+def has_rows(df: DataFrame) -> bool | None:
+    """Whether an input `df` has a row, asked once per run (one small query); None outside a run or for DataFrames
+    that are no input: not known."""
+    return _asked(df, "has_rows", lambda: not df.isEmpty())
+
+
+def _asked(df: DataFrame, question: str, ask: Callable[[], object]):  # -> what `ask` returns, or None
+    run = _RUN.get()
+    if run is None or df not in _INPUTS:
+        return None
+    with run.asked_lock:  # two jobs asking at once ask once
+        key = (question, id(df))
+        if key not in run.asked:
+            run.asked[key] = (df, ask())  # `df` kept: its id is not reused while the run lasts
+        return run.asked[key][1]
 
 
 def materialize(df: DataFrame) -> DataFrame:

@@ -34,7 +34,7 @@ from pyspark.sql import DataFrame, SparkSession
 from kafkatap.dissect.tables.schema import ANOMALIES, BATCHES, CONNECTIONS, FRAMES, RECORDS, SHARE
 from kafkatap.pipelines import class_archive, schema
 from kafkatap.pipelines.inputs import check_inputs
-from kafkatap.pipelines.intermediates import keep, kept_in_memory, once_per_run, one_partition, partitioned
+from kafkatap.pipelines.intermediates import an_input, keep, kept_in_memory, once_per_run, one_partition, partitioned
 from kafkatap.pipelines.launch import wind_down_deadline
 from kafkatap.pipelines.storage import (
     conform, delete, exists, join_uri, read_table, size_bytes, window_interval, write_json, write_table
@@ -80,7 +80,7 @@ def read_inputs(spark: SparkSession, out: str) -> Inputs:
 
     def read(name: str, sch: pa.Schema) -> DataFrame:
         df = read_table(spark, out, name, sch)
-        return keep(df, one) if kept_in_memory(size) else partitioned(df, one)
+        return an_input(keep(df, one) if kept_in_memory(size) else partitioned(df, one))
 
     frames = read("frames", FRAMES)
     followers = replica_connections(frames)  # their fetched data is replication: marked once for every analysis
@@ -108,15 +108,15 @@ Step = Callable[[Inputs, Mapping[str, DataFrame], str], dict[str, DataFrame]]
 def _write(spark: SparkSession, report: str, tables: dict[str, DataFrame], inp: Inputs) -> dict[str, DataFrame]:
     """Write tables, then hand back what later steps read instead of recomputing a lineage: in a run over small inputs
     (`kept_in_memory`), the rows as written, kept while they were written; else the written Parquet (partitioned as
-    the inputs are). Both with the declared types."""
+    the inputs are). Both with the declared types, and inputs to the steps that read them (`an_input`)."""
     small = kept_in_memory(inp.input_bytes)
     if small:
         tables = {name: keep(df, inp.one_partition) for name, df in tables.items()}
     for name, df in tables.items():
         write_table(df, report, name, schema.TABLES[name])
     if small:
-        return {name: conform(df, schema.TABLES[name]) for name, df in tables.items()}
-    return {name: partitioned(read_table(spark, report, name, schema.TABLES[name]), inp.one_partition)
+        return {name: an_input(conform(df, schema.TABLES[name])) for name, df in tables.items()}
+    return {name: an_input(partitioned(read_table(spark, report, name, schema.TABLES[name]), inp.one_partition))
             for name in tables}
 
 

@@ -8,7 +8,7 @@ from pyspark.sql import functions as F
 
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 from kafkatap.dissect.protocol.generated.errors import ErrorCode
-from kafkatap.pipelines.intermediates import intermediate
+from kafkatap.pipelines.intermediates import api_keys_in, has_rows, intermediate
 from kafkatap.pipelines.storage import client_host
 
 SHARE_GROUP_APIS = [ApiKey.SHARE_GROUP_HEARTBEAT, ApiKey.SHARE_FETCH, ApiKey.SHARE_ACKNOWLEDGE]
@@ -54,6 +54,23 @@ def response_source(api_name: Column, at: Column | None = None) -> Column:
 
 def with_client_host(df: DataFrame) -> DataFrame:
     return df.withColumn("client_host", client_host(F.col("client_addr")))
+
+
+def of_apis(frames: DataFrame, *api_keys: int) -> DataFrame:
+    """`frames` of these apis. Inside a run whose frames hold none of them, an empty relation (`limit(0)`), which
+    Spark's optimizer carries through the filters, joins, windows and aggregations after it: a table built only from
+    them is then planned as the empty table it is, not as its whole plan over no rows (a capture without group or
+    share traffic, like most)."""
+    present = api_keys_in(frames)
+    if present is not None and present.isdisjoint(api_keys):
+        return frames.limit(0)
+    return frames.where(F.col("api_key").isin(*api_keys))
+
+
+def or_empty(df: DataFrame) -> DataFrame:
+    """`df`, or inside a run where it has no rows, an empty relation Spark's optimizer carries as `of_apis`' is (the
+    share table of a capture without share groups)."""
+    return df.limit(0) if has_rows(df) is False else df
 
 
 def response_str(path: str) -> Column:

@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 from kafkatap.pipelines.intermediates import intermediate
 from kafkatap.pipelines.transforms.common import (
-    MEMBER_HEARTBEATS, group_kinds, is_ok, nonempty, request_str, response_source, response_str
+    MEMBER_HEARTBEATS, group_kinds, is_ok, nonempty, of_apis, request_str, response_source, response_str
 )
 
 EVENT_COLUMNS = ["kind", "party", "group_id", "member_id", "group_instance_id", "transactional_id", "producer_id",
@@ -92,10 +92,9 @@ def used_epochs(frames: DataFrame, batches: DataFrame) -> DataFrame:
     kinds = group_kinds(frames)
     ts = F.coalesce("ts_request", "ts_response")
     named = F.col("member_id").isNotNull() & (F.col("member_id") != "")
-    heartbeats = frames.where(F.col("api_key").isin(*MEMBER_HEARTBEATS, ApiKey.SHARE_GROUP_HEARTBEAT) & named)
-    classic = (frames.where(F.col("api_key").isin(ApiKey.JOIN_GROUP, ApiKey.HEARTBEAT, ApiKey.SYNC_GROUP,
-                                                  ApiKey.OFFSET_COMMIT, ApiKey.TXN_OFFSET_COMMIT, ApiKey.LEAVE_GROUP)
-                            & named)
+    heartbeats = of_apis(frames, *MEMBER_HEARTBEATS, ApiKey.SHARE_GROUP_HEARTBEAT).where(named)
+    classic = (of_apis(frames, ApiKey.JOIN_GROUP, ApiKey.HEARTBEAT, ApiKey.SYNC_GROUP, ApiKey.OFFSET_COMMIT,
+                       ApiKey.TXN_OFFSET_COMMIT, ApiKey.LEAVE_GROUP).where(named)
                .join(kinds, "group_id", "left")
                .withColumn("kind", F.coalesce("kind", F.lit("classic_group")))
                .withColumn("sent", F.coalesce(request_str("$.generation_id_or_member_epoch").cast("int"),
@@ -107,15 +106,15 @@ def used_epochs(frames: DataFrame, batches: DataFrame) -> DataFrame:
     # AddPartitionsToTxn v4+ is sent by brokers only: a partition leader verifying a producer's transactional Produce
     # with the coordinator (KIP-890); the producer's own request is the Produce, and its refusal is the Produce's.
     by_broker = (F.col("api_key") == ApiKey.ADD_PARTITIONS_TO_TXN) & (F.col("api_version") >= 4)
-    txn = frames.where(F.col("api_key").isin(ApiKey.ADD_PARTITIONS_TO_TXN, ApiKey.ADD_OFFSETS_TO_TXN, ApiKey.END_TXN,
-                                             ApiKey.TXN_OFFSET_COMMIT)
-                       & (F.col("producer_id") >= 0) & ~by_broker)
-    reinit = (frames.where(F.col("api_key") == ApiKey.INIT_PRODUCER_ID)
+    txn = (of_apis(frames, ApiKey.ADD_PARTITIONS_TO_TXN, ApiKey.ADD_OFFSETS_TO_TXN, ApiKey.END_TXN,
+                   ApiKey.TXN_OFFSET_COMMIT)
+           .where((F.col("producer_id") >= 0) & ~by_broker))
+    reinit = (of_apis(frames, ApiKey.INIT_PRODUCER_ID)
               .withColumn("producer_id", request_str("$.producer_id").cast("long"))
               .withColumn("producer_epoch", request_str("$.producer_epoch").cast("int"))
               .where(F.col("producer_id") >= 0))
     producers = txn.unionByName(reinit).unionByName(_produce_epochs(frames, batches))
-    sessions = frames.where(F.col("api_key").isin(ApiKey.SHARE_FETCH, ApiKey.SHARE_ACKNOWLEDGE) & named)
+    sessions = of_apis(frames, ApiKey.SHARE_FETCH, ApiKey.SHARE_ACKNOWLEDGE).where(named)
     return (
         _event(heartbeats, _heartbeat_kind(), _member_party(F.col("member_id")), F.col("member_epoch"), False, ts)
         .unionByName(_event(classic, F.col("kind"), _member_party(F.col("member_id")), F.col("epoch"), False, ts))

@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 from kafkatap.dissect.protocol.generated.errors import ErrorCode
-from kafkatap.pipelines.transforms.common import LEADER_FENCING, response_source
+from kafkatap.pipelines.transforms.common import LEADER_FENCING, of_apis, response_source
 from kafkatap.pipelines.transforms.replicas import replica_id
 
 _TOPICS = "array<struct<topic:string,name:string,topic_id:string,partitions:array<struct<{}>>>>"
@@ -34,7 +34,7 @@ def _partitions(df: DataFrame, topics, *cols) -> DataFrame:
 
 def _metadata(frames: DataFrame) -> DataFrame:
     """Metadata responses, parsed once for both uses: topic names and the leader epochs they hand out."""
-    return frames.where(F.col("api_key") == ApiKey.METADATA).select(
+    return of_apis(frames, ApiKey.METADATA).select(
         "conn_id", "correlation_id", F.coalesce("ts_response", "ts_request").alias("ts"),
         F.from_json(F.col("response_json"), HANDED).alias("j"))
 

@@ -12,13 +12,13 @@ from pyspark.sql import functions as F
 
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 from kafkatap.pipelines.intermediates import materialize
-from kafkatap.pipelines.transforms.common import with_client_host
+from kafkatap.pipelines.transforms.common import of_apis, with_client_host
 from kafkatap.pipelines.transforms.replicas import replica_id
 
 
 def consumer_fetches(frames: DataFrame) -> DataFrame:
     """Fetch frames of consumers (follower replicas send a replica id >= 0 and are not consumers)."""
-    return with_client_host(frames.where((F.col("api_key") == ApiKey.FETCH) & (replica_id() < 0)))
+    return with_client_host(of_apis(frames, ApiKey.FETCH).where(replica_id() < 0))
 
 
 def _linked(candidates: DataFrame, by: list[str]) -> DataFrame:

@@ -14,8 +14,8 @@ from pyspark.sql import functions as F
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 from kafkatap.pipelines.intermediates import intermediate
 from kafkatap.pipelines.transforms.common import (
-    MEMBER_EPOCH_KINDS, MEMBER_FENCING, MEMBER_HEARTBEATS, capture_bounds, group_kinds, is_ok, nonempty, request_str,
-    response_str, with_client_host
+    MEMBER_EPOCH_KINDS, MEMBER_FENCING, MEMBER_HEARTBEATS, capture_bounds, group_kinds, is_ok, nonempty, of_apis,
+    request_str, response_str, with_client_host
 )
 
 # Broker defaults (group.consumer.session.timeout.ms, session.timeout.ms): used when the capture does not show the
@@ -49,9 +49,8 @@ def member_frames(frames: DataFrame) -> DataFrame:
     instance = F.coalesce(F.col("group_instance_id"), F.when(
         F.col("api_key").isin(MEMBER_HEARTBEATS), nonempty(request_str("$.instance_id"))))
     kinds = group_kinds(frames)
-    return (with_client_host(frames)
-            .where(F.col("api_key").isin(ApiKey.JOIN_GROUP, ApiKey.HEARTBEAT, ApiKey.LEAVE_GROUP, ApiKey.SYNC_GROUP,
-                                         *MEMBER_HEARTBEATS, ApiKey.OFFSET_COMMIT))
+    return (with_client_host(of_apis(frames, ApiKey.JOIN_GROUP, ApiKey.HEARTBEAT, ApiKey.LEAVE_GROUP, ApiKey.SYNC_GROUP,
+                                     *MEMBER_HEARTBEATS, ApiKey.OFFSET_COMMIT))
             .withColumn("member_id", member).where(F.col("member_id").isNotNull())
             .withColumn("group_instance_id", instance)
             .withColumn("active_tasks", F.when(F.col("api_key") == ApiKey.STREAMS_GROUP_HEARTBEAT,

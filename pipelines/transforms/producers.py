@@ -6,8 +6,8 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
-from kafkatap.pipelines.transforms.common import (PRODUCER_FENCING, batch_taken, request_str, response_str,
-                                                  with_client_host)
+from kafkatap.pipelines.transforms.common import (PRODUCER_FENCING, batch_taken, of_apis, request_str,
+                                                  response_str, with_client_host)
 
 TXN_APIS = [ApiKey.ADD_PARTITIONS_TO_TXN, ApiKey.ADD_OFFSETS_TO_TXN, ApiKey.END_TXN, ApiKey.TXN_OFFSET_COMMIT]
 
@@ -16,7 +16,7 @@ def producer_frames(frames: DataFrame) -> DataFrame:
     """InitProducerId and transaction frames with the producer id and epoch they are about (InitProducerId: the
     answered ones)."""
     init = F.col("api_key") == ApiKey.INIT_PRODUCER_ID
-    return (with_client_host(frames.where(F.col("api_key").isin(ApiKey.INIT_PRODUCER_ID, *TXN_APIS)))
+    return (with_client_host(of_apis(frames, ApiKey.INIT_PRODUCER_ID, *TXN_APIS))
             .withColumn("producer_id", F.when(init, response_str("$.producer_id").cast("long"))
                         .otherwise(F.col("producer_id")))
             .withColumn("producer_epoch", F.when(init, response_str("$.producer_epoch").cast("int"))

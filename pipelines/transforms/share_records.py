@@ -17,7 +17,7 @@ from pyspark.sql import functions as F
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 from kafkatap.dissect.protocol.generated.errors import ErrorCode
 from kafkatap.pipelines.intermediates import materialize
-from kafkatap.pipelines.transforms.common import capture_bounds
+from kafkatap.pipelines.transforms.common import capture_bounds, of_apis, or_empty
 from kafkatap.pipelines.transforms.duplicates.segments import islands, sweep
 from kafkatap.pipelines.transforms.ranges import overlapping
 
@@ -40,7 +40,7 @@ def _error_name(code: Column) -> Column:
 def _responses(frames: DataFrame) -> DataFrame:
     """Per ShareFetch / ShareAcknowledge exchange: when it was requested, the lock duration and the top-level error
     of the response (a session error refuses every ack of the request, though its partitions list is empty)."""
-    return (frames.where(F.col("api_key").isin(ApiKey.SHARE_FETCH, ApiKey.SHARE_ACKNOWLEDGE))
+    return (of_apis(frames, ApiKey.SHARE_FETCH, ApiKey.SHARE_ACKNOWLEDGE)
             .groupBy("conn_id", "correlation_id")
             .agg(F.min("ts_request").alias("requested"),
                  F.max(F.get_json_object("response_json", "$.acquisition_lock_timeout_ms").cast("int"))
@@ -166,7 +166,7 @@ def _skipped_after(history: DataFrame, acquired: DataFrame, ended: Column) -> Da
 
 
 def share_records(frames: DataFrame, share: DataFrame) -> DataFrame:
-    responses = _responses(frames)
+    share, responses = or_empty(share), _responses(frames)
     # Materialized: each is read by the sweep, the range joins and the skipped ranges; the delivery histories by
     # everything after them. Spark would otherwise plan (and run) their lineage again in each reader.
     acquired, acks = materialize(_acquisitions(share, responses)), materialize(_acks(share, responses))

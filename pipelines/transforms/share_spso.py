@@ -12,7 +12,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from kafkatap.pipelines.transforms.common import batch_taken, capture_bounds
+from kafkatap.pipelines.transforms.common import batch_taken, capture_bounds, or_empty
 
 KEY = ["group_id", "topic", "partition"]
 
@@ -39,7 +39,7 @@ def _passes(records: DataFrame) -> DataFrame:
 
 def spso_pinned(records: DataFrame, frames: DataFrame) -> DataFrame:
     """Episodes where a range holds the SPSO while a later range is already terminal."""
-    ranges = _passes(records)
+    ranges = _passes(or_empty(records))
     blocking = F.col("_before").isNull() | (F.coalesce("terminal_ts", _never()) > F.col("_before"))
     start = F.greatest("_before", "_later_first")
     episodes = (ranges.where(blocking & F.col("_later_first").isNotNull()
@@ -85,7 +85,7 @@ def _event(df: DataFrame, t: Column, **values: Column) -> DataFrame:
 
 def spso_windows(records: DataFrame, batches: DataFrame, interval: str) -> DataFrame:
     """Per window: the SPSO, the log end, terminal records above the SPSO and share lag, as of the window's end."""
-    ranges = _passes(records)
+    ranges = _passes(or_empty(records))
     keys = ranges.groupBy(*KEY).agg(
         F.min("first_offset").alias("_first_offset"), F.min("first_acquired_ts").alias("_t0"),
         F.max(F.greatest("first_acquired_ts", "terminal_ts",

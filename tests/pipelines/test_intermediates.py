@@ -279,3 +279,27 @@ def test_a_steps_spark_jobs_are_named_after_the_kafkatap_job_and_step(spark, mon
     report._run_job(spark, "unused", NO_INPUTS, "sessions", {}, "1s", threading.Event())
     assert seen == [("sessions: load", "sessions: load")]
     assert "sessions" not in call_site()[0]
+
+
+@pytest.mark.spark
+def test_frames_of_apis_the_input_lacks_are_planned_as_empty_through_kept_intermediates(spark) -> None:
+    """`of_apis` of apis the run's frames lack is a relation Spark knows to be empty, through an intermediate's kept
+    rows and a join after it; the same rows as a filter either way; the frames asked once per run, and only inputs."""
+    from kafkatap.pipelines.intermediates import an_input, api_keys_in, has_rows, known_empty
+    from kafkatap.pipelines.transforms.common import of_apis, or_empty
+
+    frames = an_input(spark.createDataFrame([(0, "a"), (1, "b"), (1, "c")], "api_key smallint, v string"))
+    derived = frames.where(F.col("v") != "a")
+    assert api_keys_in(frames) is None and has_rows(frames) is None  # outside a run: not known
+    assert not known_empty(of_apis(frames, 12))  # and so planned as the filter it is
+    with once_per_run(spark, ONE_PARTITION_BYTES + 1):
+        lacking, present = of_apis(frames, 12, 13), of_apis(frames, 1, 12)
+        assert known_empty(lacking) and not known_empty(present)
+        assert lacking.collect() == [] and sorted(r.v for r in present.collect()) == ["b", "c"]
+        kept = intermediate(lambda df: df.groupBy("v").count())(lacking)  # a shared intermediate over no rows
+        assert known_empty(kept.join(frames, "v")) and kept.collect() == []
+        assert api_keys_in(frames) == {0, 1}
+        assert list(intermediates._RUN.get().asked) == [("api_keys", id(frames))]  # asked once
+        assert api_keys_in(derived) is None and has_rows(derived) is None  # no input: never asked
+        assert known_empty(or_empty(an_input(frames.limit(0).localCheckpoint())))
+        assert not known_empty(or_empty(frames))

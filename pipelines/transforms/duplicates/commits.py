@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 from kafkatap.pipelines.intermediates import broadcast_small, clustered
-from kafkatap.pipelines.transforms.common import nonempty, request_str
+from kafkatap.pipelines.transforms.common import nonempty, of_apis, request_str
 
 COMMIT = ("struct<topics:array<struct<name:string,"
           "partitions:array<struct<partition_index:int,committed_offset:bigint>>>>>")
@@ -22,7 +22,7 @@ def commits(frames: DataFrame) -> DataFrame:
     """Offsets members committed or tried to commit (rejected commits included: they still state the position the
     client had reached): (group_id, member_id, topic, partition, committed_offset, ts, error_code), the error code
     the response carried (null when it is not in the capture)."""
-    c = (frames.where(F.col("api_key") == ApiKey.OFFSET_COMMIT)
+    c = (of_apis(frames, ApiKey.OFFSET_COMMIT)
          .select("group_id", F.coalesce(nonempty(F.col("member_id")), request_str("$.member_id")).alias("member_id"),
                  F.coalesce("ts_request", "ts_response").alias("ts"), "error_code",
                  F.from_json(F.col("request_json"), COMMIT).alias("j")))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from kafkatap.pipelines.transforms.common import ISO
+from kafkatap.pipelines.transforms.common import ISO, or_empty
 from kafkatap.pipelines.transforms.duplicates.segments import OUTPUT, islands, not_consumer, sweep
 from kafkatap.pipelines.transforms.ranges import overlapping
 
@@ -38,6 +38,7 @@ def share_duplicates(share: DataFrame) -> DataFrame:
     is the broker's own highest count), with the acks between the first two acquisitions and the likely cause; and
     offsets acquired once in the capture whose delivery count says they were delivered before it began."""
     key = ["group_id", "topic", "partition"]
+    share = or_empty(share)
     acquired = share.where(F.col("kind") == "acquired")
     again = acquired.where(_again())
     segments = _acquisition_segments(acquired, key)
