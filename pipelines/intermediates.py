@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -129,6 +130,7 @@ class _Run:
 
 
 _RUN: ContextVar[_Run | None] = ContextVar("run", default=None)
+T = TypeVar("T")
 
 
 @contextmanager
@@ -214,7 +216,7 @@ def has_rows(df: DataFrame) -> bool | None:
     return _asked(df, "has_rows", lambda: not df.isEmpty())
 
 
-def _asked(df: DataFrame, question: str, ask: Callable[[], object]):  # -> what `ask` returns, or None
+def _asked(df: DataFrame, question: str, ask: Callable[[], T]) -> T | None:
     run = _RUN.get()
     if run is None or df not in _INPUTS:
         return None

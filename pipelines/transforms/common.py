@@ -68,8 +68,8 @@ def of_apis(frames: DataFrame, *api_keys: int) -> DataFrame:
 
 
 def or_empty(df: DataFrame) -> DataFrame:
-    """`df`, or inside a run where it has no rows, an empty relation Spark's optimizer carries as `of_apis`' is (the
-    share table of a capture without share groups)."""
+    """`df`, or inside a run where this input has no rows, an empty relation (`limit(0)`) for Spark's optimizer to
+    carry, as `of_apis` does (the share table of a capture without share groups)."""
     return df.limit(0) if has_rows(df) is False else df
 
 

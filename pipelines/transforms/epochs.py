@@ -47,18 +47,17 @@ def _heartbeat_kind() -> Column:
 @intermediate
 def handed_epochs(frames: DataFrame) -> DataFrame:
     """Successful responses that hand an epoch to a party."""
-    ok = frames.where(is_ok(F.col("error_code")))
+    def ok(*api_keys: int) -> DataFrame:
+        return of_apis(frames, *api_keys).where(is_ok(F.col("error_code")))
+
     answered_member = F.coalesce(nonempty(response_str("$.member_id")), F.col("member_id"))
-    heartbeats = ok.where(F.col("api_key").isin(*MEMBER_HEARTBEATS, ApiKey.SHARE_GROUP_HEARTBEAT)
-                          & (F.col("response_member_epoch") > 0))
-    joins = ok.where(F.col("api_key") == ApiKey.JOIN_GROUP)
+    heartbeats = ok(*MEMBER_HEARTBEATS, ApiKey.SHARE_GROUP_HEARTBEAT).where(F.col("response_member_epoch") > 0)
+    joins = ok(ApiKey.JOIN_GROUP)
     generation = F.coalesce(response_str("$.generation_id").cast("int"), F.col("generation_id"))
-    producers = ok.where(F.col("api_key").isin(ApiKey.INIT_PRODUCER_ID, ApiKey.END_TXN)
-                         & response_str("$.producer_epoch").isNotNull()
-                         & (response_str("$.producer_id").cast("long") >= 0))
+    producers = ok(ApiKey.INIT_PRODUCER_ID, ApiKey.END_TXN).where(
+        response_str("$.producer_epoch").isNotNull() & (response_str("$.producer_id").cast("long") >= 0))
     answered_pid = response_str("$.producer_id").cast("long")
-    sessions = ok.where(F.col("api_key").isin(ApiKey.SHARE_FETCH, ApiKey.SHARE_ACKNOWLEDGE)
-                        & (F.col("share_session_epoch") >= 0))
+    sessions = ok(ApiKey.SHARE_FETCH, ApiKey.SHARE_ACKNOWLEDGE).where(F.col("share_session_epoch") >= 0)
     next_session_epoch = F.when(F.col("share_session_epoch") == F.lit(2**31 - 1), 1).otherwise(
         F.col("share_session_epoch") + 1)
     ts = F.coalesce("ts_response", "ts_request")
@@ -79,7 +78,7 @@ def _produce_epochs(frames: DataFrame, batches: DataFrame) -> DataFrame:
     per_request = (batches.where((F.col("direction") == "produce") & (F.col("producer_id") >= 0))
                    .groupBy("conn_id", "correlation_id")
                    .agg(F.min("producer_id").alias("b_producer_id"), F.min("producer_epoch").alias("b_epoch")))
-    return (frames.where(F.col("api_key") == ApiKey.PRODUCE)
+    return (of_apis(frames, ApiKey.PRODUCE)
             .join(per_request, ["conn_id", "correlation_id"], "inner")
             .withColumn("producer_id", F.coalesce("producer_id", "b_producer_id"))
             .withColumn("producer_epoch", F.coalesce(F.col("producer_epoch"), F.col("b_epoch")))

@@ -64,7 +64,7 @@ def _acks(share: DataFrame, responses: DataFrame) -> DataFrame:
 def delivery_limits(frames: DataFrame) -> DataFrame:
     """(group_id or null for every group, limit) from DescribeConfigs responses: a group's own config, else the
     broker's; the latest answer wins."""
-    results = (frames.where((F.col("api_key") == ApiKey.DESCRIBE_CONFIGS) & F.col("response_json").isNotNull())
+    results = (of_apis(frames, ApiKey.DESCRIBE_CONFIGS).where(F.col("response_json").isNotNull())
                .select(F.coalesce("ts_response", "ts_request").alias("ts"),
                        F.explode(F.from_json(F.get_json_object("response_json", "$.results"), _CONFIGS)).alias("r"))
                .where(F.coalesce("r.error_code", F.lit(0)) == 0)

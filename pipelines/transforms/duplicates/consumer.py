@@ -11,7 +11,7 @@ from pyspark.sql import functions as F
 
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 from kafkatap.pipelines.intermediates import broadcast_small, materialize
-from kafkatap.pipelines.transforms.common import group_kinds, is_ok, response_str, with_client_host
+from kafkatap.pipelines.transforms.common import group_kinds, is_ok, of_apis, response_str, with_client_host
 from kafkatap.pipelines.transforms.duplicates.commits import commits, with_consumed
 from kafkatap.pipelines.transforms.duplicates.segments import OUTPUT, islands, sweep
 from kafkatap.pipelines.transforms.links import link_deliveries
@@ -96,13 +96,13 @@ def _record_counts(runs: DataFrame, records: DataFrame | None) -> DataFrame:
 def _group_events(frames: DataFrame, fenced: DataFrame) -> DataFrame:
     """(group_id, ts, rank) of events that explain a redelivery: fencing (3) > rebalance (2) > offset fetch (1)."""
     ts = F.coalesce("ts_request", "ts_response")
-    rebalance = frames.where(
-        F.col("api_key").isin(ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP)
-        | ((F.col("api_key") == ApiKey.CONSUMER_GROUP_HEARTBEAT) & is_ok(F.col("error_code"))
+    rebalance = of_apis(frames, ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.CONSUMER_GROUP_HEARTBEAT).where(
+        (F.col("api_key") != ApiKey.CONSUMER_GROUP_HEARTBEAT)
+        | (is_ok(F.col("error_code"))
            & (response_str("$.assignment").isNotNull() | (F.col("response_member_epoch") > F.col("member_epoch")))))
     return (fenced.where(F.col("group_id").isNotNull()).select("group_id", "ts", F.lit(3).alias("rank"))
             .unionByName(rebalance.select("group_id", ts.alias("ts"), F.lit(2).alias("rank")))
-            .unionByName(frames.where(F.col("api_key") == ApiKey.OFFSET_FETCH)
+            .unionByName(of_apis(frames, ApiKey.OFFSET_FETCH)
                          .select("group_id", ts.alias("ts"), F.lit(1).alias("rank")))
             .where(F.col("group_id").isNotNull()))
 
