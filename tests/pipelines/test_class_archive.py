@@ -72,3 +72,16 @@ def test_archives_no_run_has_used_for_a_month_are_removed(tmp_path: Path, monkey
     class_archive.prune(tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([mine.name, "spark-4.2.0-fedcba9876543210.jsa",
                                                                  "notes.txt"])
+
+
+def test_an_archive_another_run_dumped_meanwhile_is_not_dumped_again(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two first runs record at once (two commands, the tests' two processes): the one that ends second keeps the
+    archive the first one dumped, without asking its JVM for another (about 10 s)."""
+    monkeypatch.setenv(class_archive.ENV, str(tmp_path))
+    path = class_archive.archive_path()
+    assert path is not None
+    monkeypatch.setattr(class_archive, "_recording", [path])
+    path.write_bytes(b"dumped by the other run")
+    class_archive.dump(object())  # no JVM is asked: a session would be needed for that
+    assert class_archive._recording == [] and list(tmp_path.iterdir()) == [path]
