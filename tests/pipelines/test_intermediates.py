@@ -37,6 +37,8 @@ def test_needed_jobs_run_first_once_and_in_order() -> None:
     assert with_needs(["e2e_latency", "ownership_conflicts"]) == ["sessions", "e2e_latency", "ownership_conflicts"]
     assert with_needs(list(JOBS)) == list(JOBS)  # analyze's own order already has every need first
     assert all(need in JOBS for job in JOBS.values() for need in job.needs)
+    needed = {need for job in JOBS.values() for need in job.needs}
+    assert set(list(JOBS)[:len(needed)]) == needed  # a run of them all starts what others wait for before the rest
 
 
 @pytest.mark.spark
