@@ -12,6 +12,7 @@ from kafkatap.pipelines.intermediates import api_keys_in, has_rows, intermediate
 from kafkatap.pipelines.storage import client_host
 
 SHARE_GROUP_APIS = [ApiKey.SHARE_GROUP_HEARTBEAT, ApiKey.SHARE_FETCH, ApiKey.SHARE_ACKNOWLEDGE]
+TXN_APIS = [ApiKey.ADD_PARTITIONS_TO_TXN, ApiKey.ADD_OFFSETS_TO_TXN, ApiKey.END_TXN, ApiKey.TXN_OFFSET_COMMIT]
 MEMBER_HEARTBEATS = [ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.STREAMS_GROUP_HEARTBEAT]
 """KIP-848 consumer and KIP-1071 streams group heartbeats: both carry the member id and epoch under the same rules
 (epoch 0 joins, -1 leaves, -2 a static member leaves; the coordinator answers the epoch it hands the member)."""

@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 from kafkatap.pipelines.intermediates import intermediate
 from kafkatap.pipelines.transforms.common import (
-    MEMBER_HEARTBEATS, group_kinds, is_ok, nonempty, of_apis, request_str, response_source, response_str
+    MEMBER_HEARTBEATS, TXN_APIS, group_kinds, is_ok, nonempty, of_apis, request_str, response_source, response_str
 )
 
 EVENT_COLUMNS = ["kind", "party", "group_id", "member_id", "group_instance_id", "transactional_id", "producer_id",
@@ -105,9 +105,7 @@ def used_epochs(frames: DataFrame, batches: DataFrame) -> DataFrame:
     # AddPartitionsToTxn v4+ is sent by brokers only: a partition leader verifying a producer's transactional Produce
     # with the coordinator (KIP-890); the producer's own request is the Produce, and its refusal is the Produce's.
     by_broker = (F.col("api_key") == ApiKey.ADD_PARTITIONS_TO_TXN) & (F.col("api_version") >= 4)
-    txn = (of_apis(frames, ApiKey.ADD_PARTITIONS_TO_TXN, ApiKey.ADD_OFFSETS_TO_TXN, ApiKey.END_TXN,
-                   ApiKey.TXN_OFFSET_COMMIT)
-           .where((F.col("producer_id") >= 0) & ~by_broker))
+    txn = of_apis(frames, *TXN_APIS).where((F.col("producer_id") >= 0) & ~by_broker)
     reinit = (of_apis(frames, ApiKey.INIT_PRODUCER_ID)
               .withColumn("producer_id", request_str("$.producer_id").cast("long"))
               .withColumn("producer_epoch", request_str("$.producer_epoch").cast("int"))

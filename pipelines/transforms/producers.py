@@ -6,10 +6,8 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
-from kafkatap.pipelines.transforms.common import (PRODUCER_FENCING, batch_taken, of_apis, request_str,
+from kafkatap.pipelines.transforms.common import (PRODUCER_FENCING, TXN_APIS, batch_taken, of_apis, request_str,
                                                   response_str, with_client_host)
-
-TXN_APIS = [ApiKey.ADD_PARTITIONS_TO_TXN, ApiKey.ADD_OFFSETS_TO_TXN, ApiKey.END_TXN, ApiKey.TXN_OFFSET_COMMIT]
 
 
 def producer_frames(frames: DataFrame) -> DataFrame:

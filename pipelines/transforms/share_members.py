@@ -6,8 +6,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
-from kafkatap.pipelines.transforms.common import (capture_bounds, is_ok, nonempty, of_apis, response_str,
-                                                  with_client_host)
+from kafkatap.pipelines.transforms.common import (SHARE_GROUP_APIS, capture_bounds, is_ok, nonempty, of_apis,
+                                                  response_str, with_client_host)
 from kafkatap.pipelines.transforms.members import DEFAULT_SESSION_TIMEOUT_MS
 
 SHARE_FENCING = ["FENCED_MEMBER_EPOCH", "UNKNOWN_MEMBER_ID"]
@@ -16,7 +16,7 @@ SHARE_FENCING = ["FENCED_MEMBER_EPOCH", "UNKNOWN_MEMBER_ID"]
 def share_members(frames: DataFrame, share: DataFrame) -> DataFrame:
     member = F.coalesce(F.when(F.col("api_key") == ApiKey.SHARE_GROUP_HEARTBEAT, nonempty(response_str("$.member_id"))),
                         nonempty(F.col("member_id")))
-    sf = (with_client_host(of_apis(frames, ApiKey.SHARE_GROUP_HEARTBEAT, ApiKey.SHARE_FETCH, ApiKey.SHARE_ACKNOWLEDGE))
+    sf = (with_client_host(of_apis(frames, *SHARE_GROUP_APIS))
           .withColumn("member_id", member).where(F.col("member_id").isNotNull() & F.col("group_id").isNotNull())
           .withColumn("ts", F.coalesce("ts_request", "ts_response")))
     hb = F.col("api_key") == ApiKey.SHARE_GROUP_HEARTBEAT
