@@ -49,7 +49,8 @@ def test_wheel_holds_only_kafkatap(wheel: Path) -> None:
     assert "kafkatap/samples/day_in_the_life.pcapng" in names
     assert {"kafkatap/samples/tls/tls13.pcapng", "kafkatap/samples/tls/tls13.keys",
             "kafkatap/samples/tls/tls13.truth.json"} <= set(names)
-    assert {"kafkatap/pipelines/log4j2.properties", "kafkatap/pipelines/OneTaskShuffles.java"} <= set(names)
+    assert {"kafkatap/pipelines/log4j2.properties", "kafkatap/pipelines/OneTaskShuffles.java",
+            "kafkatap/pipelines/LoadedClasses.java"} <= set(names)
     assert "kafkatap/dissect/protocol/generated/api_keys.py" in names
 
 

@@ -11,21 +11,27 @@ import pytest
 
 from kafkatap.pipelines import class_archive
 
-PROBE = """
+UNLINKED = "org.apache.spark.ml.feature.Bucketizer"
+"""A class the probe loads and never links (nothing of Spark's uses it): JDK 17's dump alone would leave it out."""
+PROBE = f"""
 from kafkatap.pipelines import class_archive
 from kafkatap.pipelines.spark import get_spark
 
 spark = get_spark("kafkatap-probe", "local[1]", short_run=True)
 spark.range(3).count()
-pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
-with open(f"/proc/{pid}/maps") as maps:
+jvm = spark.sparkContext._jvm
+jvm.java.lang.Class.forName("{UNLINKED}", False, jvm.java.lang.ClassLoader.getSystemClassLoader())
+pid = jvm.java.lang.ProcessHandle.current().pid()
+with open(f"/proc/{{pid}}/maps") as maps:
     print(str(class_archive.archive_path()) in maps.read())
 class_archive.dump(spark)
 """
 
 
-def _probe(folder: Path) -> str:
+def _probe(folder: Path, java_options: str | None = None) -> str:
     env = {k: v for k, v in os.environ.items() if k != "PYSPARK_GATEWAY_PORT"} | {class_archive.ENV: str(folder)}
+    if java_options:
+        env["JAVA_TOOL_OPTIONS"] = java_options
     return subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=300,
                           check=True).stdout.splitlines()[0]  # then the JVM's own lines of the dump
 
@@ -33,10 +39,13 @@ def _probe(folder: Path) -> str:
 @pytest.mark.slow
 def test_the_first_local_jvm_dumps_the_archive_and_the_next_maps_it(tmp_path: Path) -> None:
     assert _probe(tmp_path) == "False"  # nothing to map yet: it records
-    archives = list(tmp_path.glob("*.jsa"))  # beside the planner extension's jar, which the JVM loads too
+    archives = list(tmp_path.glob("*.jsa"))  # beside the jar of kafkatap's JVM classes, which the JVM loads too
     assert len(archives) == 1 and archives[0].stat().st_size > 10 << 20
-    assert _probe(tmp_path) == "True"
+    loads = tmp_path / "loads.txt"
+    assert _probe(tmp_path, f"-Xlog:class+load=info:file={loads}") == "True"
     assert list(tmp_path.glob("*.jsa")) == archives  # mapped, not dumped again
+    # a class the first JVM loaded and never linked is in the archive too (`LoadedClasses.java`)
+    assert f"{UNLINKED} source: shared objects file" in loads.read_text()
 
 
 def test_one_archive_per_java_and_jars_and_none_when_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

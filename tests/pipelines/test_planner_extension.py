@@ -1,11 +1,8 @@
-"""The planner extension: compiled once, loaded by the tests' session as by a local run, and what it changes."""
+"""The planner extension: named to the tests' session as to a local run, and what it changes."""
 
 from __future__ import annotations
 
-import logging
 import re
-import subprocess
-import zipfile
 
 import pytest
 
@@ -18,43 +15,6 @@ def test_the_python_and_java_sides_name_the_same_class_and_setting():
     package = re.search(r"^package (\w+);", source, re.M).group(1)
     assert f"{package}.{planner_extension.SOURCE.stem}" == planner_extension.EXTENSION
     assert f'ENABLED = "{planner_extension.ENABLED}";' in source
-
-
-def test_the_jar_is_compiled_once_and_then_reused(tmp_path, monkeypatch):
-    monkeypatch.setenv(class_archive.ENV, str(tmp_path))
-    jar = planner_extension.jar()
-    assert jar is not None and jar.parent == tmp_path
-    assert "kafkatap/OneTaskShuffles.class" in zipfile.ZipFile(jar).namelist()
-    assert list(tmp_path.iterdir()) == [jar]  # nothing half-written left beside it
-
-    def no_compiler(*args, **kwargs):
-        raise AssertionError("compiled again")
-
-    monkeypatch.setattr(subprocess, "run", no_compiler)
-    assert planner_extension.jar() == jar
-    assert planner_extension.session_settings() == {"spark.jars": str(jar),
-                                                    "spark.sql.extensions": planner_extension.EXTENSION}
-
-
-def test_without_a_java_compiler_a_run_goes_on_without_the_extension(tmp_path, monkeypatch, caplog):
-    monkeypatch.setenv(class_archive.ENV, str(tmp_path))
-    monkeypatch.delenv("JAVA_HOME", raising=False)
-    monkeypatch.setenv("PATH", str(tmp_path))
-    with caplog.at_level(logging.WARNING, logger=planner_extension.__name__):
-        assert planner_extension.session_settings() == {}
-    assert "no Java compiler" in caplog.text and list(tmp_path.iterdir()) == []
-
-
-def test_a_source_that_does_not_compile_is_a_warning_not_a_failure(tmp_path, monkeypatch, caplog):
-    broken = tmp_path / "src" / "OneTaskShuffles.java"
-    broken.parent.mkdir()
-    broken.write_text("package kafkatap; class OneTaskShuffles { not java }")
-    monkeypatch.setattr(planner_extension, "SOURCE", broken)
-    monkeypatch.setenv(class_archive.ENV, str(tmp_path / "cache"))
-    with caplog.at_level(logging.WARNING, logger=planner_extension.__name__):
-        assert planner_extension.jar() is None
-    assert "did not compile" in caplog.text and "OneTaskShuffles.java" in caplog.text
-    assert list((tmp_path / "cache").iterdir()) == []
 
 
 def _joined(spark):
