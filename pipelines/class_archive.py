@@ -16,7 +16,8 @@ the archives (and the jar of kafkatap's JVM classes, `cache_folder`), or `off`.
 
 Every new venv, Spark or Java makes a new archive, and the old one would stay in the cache for good (ten of them,
 1.4 GB, on a machine that reinstalled through a day). A JVM that maps an archive marks it used (its modification
-time), and each dump removes the archives, and half-written ones, no run has used for `UNUSED_DAYS`.
+time), and each dump removes the archives, and half-written ones, no run has used for `UNUSED_DAYS`, and keeps at most
+`KEPT_ARCHIVES`.
 """
 
 from __future__ import annotations
@@ -37,6 +38,9 @@ DUMPED = "loaded classes linked first"
 UNUSED_DAYS = 30
 """An archive no run has mapped for this long belongs to an install that is gone (or rarely used: it is dumped again
 on its next run)."""
+KEPT_ARCHIVES = 3
+"""At most this many archives stay, the ones runs used last (about 220 MB each): a day of reinstalls made one per new
+venv (23 of them, 3.3 GB, on the machine where the archive was built)."""
 log = logging.getLogger(__name__)
 _recording: list[Path] = []  # the archive this process's JVM records for, once it started one that does
 
@@ -91,14 +95,21 @@ def _mark_used(path: Path) -> None:
 
 
 def prune(folder: Path) -> None:
-    """Remove the archives (and half-written ones) in `folder` that no run has used for `UNUSED_DAYS`."""
+    """Remove the archives (and half-written ones) in `folder` that no run has used for `UNUSED_DAYS`, and the archives
+    beyond the `KEPT_ARCHIVES` used last."""
     oldest = time.time() - UNUSED_DAYS * 86400
+    archives = []
     for old in [*folder.glob("spark-*.jsa"), *folder.glob("spark-*.jsa.*.partial")]:
         try:
-            if old.stat().st_mtime < oldest:
+            used = old.stat().st_mtime
+            if used < oldest:
                 old.unlink()
+            elif old.suffix == ".jsa":
+                archives.append((used, old))
         except OSError:  # gone meanwhile, or not ours
             pass
+    for _, old in sorted(archives, reverse=True)[KEPT_ARCHIVES:]:
+        old.unlink(missing_ok=True)  # a JVM that maps it keeps its pages
 
 
 def _array(gateway, cls, *items):

@@ -83,6 +83,19 @@ def test_archives_no_run_has_used_for_a_month_are_removed(tmp_path: Path, monkey
                                                                  "notes.txt"])
 
 
+def test_only_the_archives_used_last_are_kept(tmp_path: Path) -> None:
+    """Each new venv makes an archive of its own: a day of reinstalls would fill the cache with them."""
+    names = [f"spark-4.3.0-{n:016x}.jsa" for n in range(class_archive.KEPT_ARCHIVES + 2)]
+    for age, name in enumerate(names):  # the first used last
+        path = tmp_path / name
+        path.write_bytes(b"")
+        os.utime(path, (path.stat().st_atime, path.stat().st_mtime - 60 * age))
+    (tmp_path / "kafkatap-4.3.0-0123456789abcdef.jar").write_bytes(b"")
+    class_archive.prune(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([*names[:class_archive.KEPT_ARCHIVES],
+                                                                 "kafkatap-4.3.0-0123456789abcdef.jar"])
+
+
 def test_an_archive_another_run_dumped_meanwhile_is_not_dumped_again(tmp_path: Path,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """Two first runs record at once (two commands, the tests' two processes): the one that ends second keeps the
