@@ -12,8 +12,9 @@ import javax.management.ObjectName;
  * Why: JDK 17's dynamic dump leaves out each class a JVM loaded but never linked (one it only named while verifying
  * another, say): about 4,200 of the 25,700 classes a run of the bundled sample loads, which every later run then
  * loads, parses and verifies from the jars again. Linking them first (the JVM links a class whose members reflection
- * asks for, and runs no static initializer for it) puts them in the archive. Linking may load further classes, so it goes on until a round loads
- * none; a class that cannot be linked (a dependency its jar leaves out) stays out, as before.
+ * asks for, and runs no static initializer for it) puts them in the archive. Linking may load further classes, so it
+ * goes on until a round finds no class it has not seen (at most MAX_ROUNDS); a class that cannot be linked (a
+ * dependency its jar leaves out, a class no name loads from here) stays out, as before.
  */
 public final class LoadedClasses {
     private static final int MAX_ROUNDS = 5;
@@ -42,7 +43,7 @@ public final class LoadedClasses {
                         loaded.getDeclaredConstructors();
                     }
                     linked++;
-                } catch (Throwable unlinkable) { // LinkageError, a class of another loader: it stays out
+                } catch (ClassNotFoundException | LinkageError unlinkable) { // it stays out of the archive
                 }
             }
         }
