@@ -43,7 +43,8 @@ def dissect_on_spark(spark: Any, files: list[str], out: str, *, ports: list[int]
     parts = parts or sc.defaultParallelism
     keylog = read_keylogs(list(tls_keylog))
     readable, unreadable, sizes = _survey(files)
-    plan = [(o, s, lo, hi) for o, path in enumerate(readable) for s, (lo, hi) in enumerate(ranges(sizes[o], split_size))]
+    plan = [(o, s, lo, hi) for o in range(len(readable))
+            for s, (lo, hi) in enumerate(ranges(sizes[o], split_size))]
     shuffled, metas = _read(sc, readable, plan, parts, chunk_size)
     redo = timeline.disagreeing(metas)
     if redo:
