@@ -179,13 +179,15 @@ def with_causes(rows: DataFrame, frames: DataFrame, handed: DataFrame) -> DataFr
     member's own epoch and gain the group's."""
     facts = _member_facts(rows, frames)
     classic = F.col("kind") == "classic_group"
+    generation = F.when(classic, F.col("generation.epoch"))
     out = (_on_rows(_on_rows(rows, facts, "left"), _group_epochs(rows, handed), "left")
-           .withColumn("group_generation", F.when(classic, F.col("generation.epoch")))
-           .withColumn("group_epoch", F.when(F.col("kind").isin(MEMBER_EPOCH_KINDS), F.col("generation.epoch")))
-           .withColumn("current_epoch_source", F.when(
-               F.col("group_generation") > F.coalesce(F.col("current_epoch"), F.lit(-1)), F.col("generation.source"))
-               .otherwise(F.col("current_epoch_source")))
-           .withColumn("current_epoch", F.greatest("current_epoch", "group_generation")))
+           .withColumns({
+               "group_generation": generation,
+               "group_epoch": F.when(F.col("kind").isin(MEMBER_EPOCH_KINDS), F.col("generation.epoch")),
+               "current_epoch_source": F.when(generation > F.coalesce(F.col("current_epoch"), F.lit(-1)),
+                                              F.col("generation.source")).otherwise(F.col("current_epoch_source")),
+               "current_epoch": F.greatest(F.col("current_epoch"), generation),
+           }))
     member = F.col("kind").isin(MEMBER_KINDS)
     silent = (F.unix_micros(F.col("ts")) - F.unix_micros(F.col("last_ok_ts"))) / 1e6
     expired = removed_for_silence(F.col("kind"), F.col("error_name"), silent * 1000, F.col("session_timeout_ms"),
@@ -199,6 +201,6 @@ def with_causes(rows: DataFrame, frames: DataFrame, handed: DataFrame) -> DataFr
              .when(classic & (F.col("stale_epoch") < F.col("group_generation")), "new_generation")
              .when(member & (F.col("stale_epoch") < F.col("current_epoch")), "stale_epoch")
              .when((F.col("kind") == "producer") & F.col("fenced_by_ts").isNotNull(), "new_instance"))
-    return (out.withColumn("silent_s", F.when(member, silent)).withColumn("cause", cause)
+    return (out.withColumns({"silent_s": F.when(member, silent), "cause": cause})
             .withColumn("explanation", _explanation(F.col("silent_s")))
             .drop("generation", "left_ts", "replaced_by", FENCER_EPOCH))

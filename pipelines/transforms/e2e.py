@@ -38,13 +38,12 @@ def _produced(batches: DataFrame) -> DataFrame:
 def _delivered(batches: DataFrame, links: DataFrame) -> DataFrame:
     """First delivery of each offset per consumer (group_id, client_id)."""
     groups = links.where(F.col("group_id").isNotNull()).select("conn_id", F.col("group_id").alias("_linked"))
+    group = F.when(F.col("direction") == "share_fetch", F.col("group_id")).otherwise(F.col("_linked"))
     got = (batches.where(F.col("direction").isin("fetch", "share_fetch") & ~F.col("is_control")
                          & batch_taken())
            .join(F.broadcast(groups), "conn_id", "left")
-           .withColumn("group_id", F.when(F.col("direction") == "share_fetch", F.col("group_id"))
-                       .otherwise(F.col("_linked")))
-           .withColumn("client_id", F.when(F.col("group_id").isNull(), F.col("client_id")))
-           .withColumn("first", F.greatest("base_offset", F.coalesce("fetch_offset", "base_offset")))
+           .withColumns({"group_id": group, "client_id": F.when(group.isNull(), F.col("client_id")),
+                         "first": F.greatest("base_offset", F.coalesce("fetch_offset", "base_offset"))})
            .where(F.col("last_offset") >= F.col("first")))
     offsets = got.select("group_id", "client_id", "topic", "partition", "ts",
                          F.explode(F.sequence("first", "last_offset")).alias("offset"))
@@ -66,7 +65,7 @@ def offset_latency(batches: DataFrame, records: DataFrame | None, links: DataFra
     joined = (joined.join(created, KEY, "left") if created is not None
               else joined.withColumn("create_ts", F.lit(None).cast("timestamp")))
     latency = F.when(F.col("produced_ts") <= F.col("delivered_ts"), _ms_since("produced_ts"))
-    return joined.withColumn("ms", latency).withColumn("create_ms", _ms_since("create_ts"))
+    return joined.withColumns({"ms": latency, "create_ms": _ms_since("create_ts")})
 
 
 def e2e_latency(batches: DataFrame, records: DataFrame | None, links: DataFrame, interval: str) -> DataFrame:

@@ -48,10 +48,10 @@ def _response_at() -> F.Column:
 def _with_previous(closed: DataFrame, kind: F.Column) -> DataFrame:
     """Add `before`, `before_members` and `prev_end` from the group's previous episode."""
     order = Window.partitionBy("group_id").orderBy("end_ts")
-    return (closed.withColumn("before", F.coalesce(F.lag("after").over(order), F.array().cast("array<string>")))
-            .withColumn("before_members", F.coalesce(F.lag("after_members").over(order),
-                                                     F.create_map().cast(_MEMBERS)))
-            .withColumn("prev_end", F.lag("end_ts").over(order)).withColumn("kind", kind))
+    return closed.withColumns({
+        "before": F.coalesce(F.lag("after").over(order), F.array().cast("array<string>")),
+        "before_members": F.coalesce(F.lag("after_members").over(order), F.create_map().cast(_MEMBERS)),
+        "prev_end": F.lag("end_ts").over(order), "kind": kind})
 
 
 def _opened(episodes: DataFrame, signals: DataFrame) -> DataFrame:
@@ -62,10 +62,10 @@ def _opened(episodes: DataFrame, signals: DataFrame) -> DataFrame:
                                       & (F.col("e.prev_end").isNull() | (F.col("s.ts") > F.col("e.prev_end"))))
              .groupBy("e.group_id", "e.end_ts").agg(F.min_by(F.struct("s.ts", "s.evidence"), "s.ts").alias("o")))
     return (episodes.join(first, ["group_id", "end_ts"], "left")
-            .withColumn("start_ts", F.least(F.coalesce(F.col("o.ts"), F.col("fallback_start")),
-                                            F.col("fallback_start")))
-            .withColumn("open_evidence", F.when(F.col("o.ts") <= F.col("fallback_start"), F.col("o.evidence"))
-                        .otherwise(F.col("fallback_evidence")))
+            .withColumns({"start_ts": F.least(F.coalesce(F.col("o.ts"), F.col("fallback_start")),
+                                              F.col("fallback_start")),
+                          "open_evidence": F.when(F.col("o.ts") <= F.col("fallback_start"), F.col("o.evidence"))
+                          .otherwise(F.col("fallback_evidence"))})
             .select(*COLUMNS))
 
 
@@ -87,11 +87,11 @@ def classic_episodes(frames: DataFrame) -> DataFrame:
                   ["group_id", "gen"], "left"))
     complete = F.coalesce(F.size(F.array_except("after", "synced")) == 0, F.lit(False))
     order = Window.partitionBy("group_id").orderBy("gen")
-    closed = (gens.withColumn("complete", complete)
-              # generations since the previous complete one are this episode's rounds
-              .withColumn("_n", F.sum(F.col("complete").cast("int")).over(order) - F.col("complete").cast("int"))
-              .withColumn("rounds", F.count(F.lit(1)).over(Window.partitionBy("group_id", "_n")))
-              .withColumn("fallback", F.min(F.col("j")).over(Window.partitionBy("group_id", "_n")))
+    closed = (gens.withColumns({"complete": complete,
+                                # generations since the previous complete one are this episode's rounds
+                                "_n": F.sum(complete.cast("int")).over(order) - complete.cast("int")})
+              .withColumns({"rounds": F.count(F.lit(1)).over(Window.partitionBy("group_id", "_n")),
+                            "fallback": F.min(F.col("j")).over(Window.partitionBy("group_id", "_n"))})
               .where(F.col("complete"))
               .select("group_id", F.col("gen").alias("generation_or_epoch"), "rounds", "after", "after_members",
                       F.col("s.ts").alias("end_ts"), F.col("s.evidence").alias("close_evidence"),
@@ -143,8 +143,8 @@ def kip848_episodes(frames: DataFrame) -> DataFrame:
         F.min("r").alias("first"), F.max("r").alias("last"))
     order = Window.partitionBy("group_id").orderBy("epoch")
     before = order.rowsBetween(Window.unboundedPreceding, -1)
-    runs = (epochs.withColumn("_closed_before", F.max(F.col("last.ts")).over(before))
-            .withColumn("_new", F.coalesce(F.col("first.ts") > F.col("_closed_before"), F.lit(True)).cast("int"))
+    closed_before = F.max(F.col("last.ts")).over(before)
+    runs = (epochs.withColumn("_new", F.coalesce(F.col("first.ts") > closed_before, F.lit(True)).cast("int"))
             .withColumn("_run", F.sum("_new").over(order)))
     closed = (runs.groupBy("group_id", "_run").agg(
         F.first("kind").alias("kind"), F.max("epoch").alias("generation_or_epoch"), F.count(F.lit(1)).alias("rounds"),

@@ -80,8 +80,8 @@ def _produce_epochs(frames: DataFrame, batches: DataFrame) -> DataFrame:
                    .agg(F.min("producer_id").alias("b_producer_id"), F.min("producer_epoch").alias("b_epoch")))
     return (of_apis(frames, ApiKey.PRODUCE)
             .join(per_request, ["conn_id", "correlation_id"], "inner")
-            .withColumn("producer_id", F.coalesce("producer_id", "b_producer_id"))
-            .withColumn("producer_epoch", F.coalesce(F.col("producer_epoch"), F.col("b_epoch")))
+            .withColumns({"producer_id": F.coalesce("producer_id", "b_producer_id"),
+                          "producer_epoch": F.coalesce(F.col("producer_epoch"), F.col("b_epoch"))})
             .drop("b_producer_id", "b_epoch"))
 
 
@@ -92,23 +92,22 @@ def used_epochs(frames: DataFrame, batches: DataFrame) -> DataFrame:
     ts = F.coalesce("ts_request", "ts_response")
     named = F.col("member_id").isNotNull() & (F.col("member_id") != "")
     heartbeats = of_apis(frames, *MEMBER_HEARTBEATS, ApiKey.SHARE_GROUP_HEARTBEAT).where(named)
+    kind = F.coalesce("kind", F.lit("classic_group"))
+    sent = F.coalesce(request_str("$.generation_id_or_member_epoch").cast("int"),
+                      request_str("$.generation_id").cast("int"))
     classic = (of_apis(frames, ApiKey.JOIN_GROUP, ApiKey.HEARTBEAT, ApiKey.SYNC_GROUP, ApiKey.OFFSET_COMMIT,
                        ApiKey.TXN_OFFSET_COMMIT, ApiKey.LEAVE_GROUP).where(named)
                .join(kinds, "group_id", "left")
-               .withColumn("kind", F.coalesce("kind", F.lit("classic_group")))
-               .withColumn("sent", F.coalesce(request_str("$.generation_id_or_member_epoch").cast("int"),
-                                              request_str("$.generation_id").cast("int")))
-               .withColumn("epoch", F.when(F.col("api_key") == ApiKey.JOIN_GROUP, F.lit(None))
-                           .when(F.col("kind") == "classic_group", F.coalesce("generation_id", "sent"))
-                           .otherwise(F.coalesce("member_epoch", "generation_id", "sent")))
-               .drop("sent"))
+               .withColumns({"kind": kind, "epoch": F.when(F.col("api_key") == ApiKey.JOIN_GROUP, F.lit(None))
+                             .when(kind == "classic_group", F.coalesce(F.col("generation_id"), sent))
+                             .otherwise(F.coalesce(F.col("member_epoch"), F.col("generation_id"), sent))}))
     # AddPartitionsToTxn v4+ is sent by brokers only: a partition leader verifying a producer's transactional Produce
     # with the coordinator (KIP-890); the producer's own request is the Produce, and its refusal is the Produce's.
     by_broker = (F.col("api_key") == ApiKey.ADD_PARTITIONS_TO_TXN) & (F.col("api_version") >= 4)
     txn = of_apis(frames, *TXN_APIS).where((F.col("producer_id") >= 0) & ~by_broker)
     reinit = (of_apis(frames, ApiKey.INIT_PRODUCER_ID)
-              .withColumn("producer_id", request_str("$.producer_id").cast("long"))
-              .withColumn("producer_epoch", request_str("$.producer_epoch").cast("int"))
+              .withColumns({"producer_id": request_str("$.producer_id").cast("long"),
+                            "producer_epoch": request_str("$.producer_epoch").cast("int")})
               .where(F.col("producer_id") >= 0))
     producers = txn.unionByName(reinit).unionByName(_produce_epochs(frames, batches))
     sessions = of_apis(frames, ApiKey.SHARE_FETCH, ApiKey.SHARE_ACKNOWLEDGE).where(named)
@@ -129,12 +128,9 @@ def with_current_epoch(events: DataFrame) -> DataFrame:
     before = (Window.partitionBy("party").orderBy(F.col("ts"), F.col("handed").desc(), "conn_id", "correlation_id")
               .rowsBetween(Window.unboundedPreceding, -1))
     source = response_source(F.col("api_name"), F.col("ts"))
-    return (events
-            .withColumn("_handed_epoch", F.when(F.col("handed"), F.col("epoch")))
-            .withColumn("_handed_source", F.when(F.col("handed"), source))
-            .withColumn("current_epoch", F.last("_handed_epoch", ignorenulls=True).over(before))
-            .withColumn("current_epoch_source", F.last("_handed_source", ignorenulls=True).over(before))
-            .drop("_handed_epoch", "_handed_source"))
+    return events.withColumns({
+        "current_epoch": F.last(F.when(F.col("handed"), F.col("epoch")), ignorenulls=True).over(before),
+        "current_epoch_source": F.last(F.when(F.col("handed"), source), ignorenulls=True).over(before)})
 
 
 def epoch_events(frames: DataFrame) -> DataFrame:

@@ -60,8 +60,8 @@ def _fold(rows: DataFrame) -> DataFrame:
     key = ["kind", "party", "_epoch", "inferred", error]
     ordered = Window.partitionBy(*key).orderBy(*order)
     whole = Window.partitionBy(*key)
-    return (rows.withColumn("_epoch", epoch).withColumn("_n", F.row_number().over(ordered))
-            .withColumn("requests", F.count(F.lit(1)).over(whole))
+    return (rows.withColumn("_epoch", epoch)
+            .withColumns({"_n": F.row_number().over(ordered), "requests": F.count(F.lit(1)).over(whole)})
             .where(F.col("_n") == 1).drop("_n", "_epoch"))
 
 
@@ -69,11 +69,10 @@ def fenced_epochs(frames: DataFrame, batches: DataFrame) -> DataFrame:
     handed = handed_epochs(frames)
     events = with_current_epoch(handed.unionByName(used_epochs(frames, batches)))
     usage = events.where(~F.col("handed"))
-    flagged = (usage.withColumn("_reported", _reported(usage)).withColumn("_inferred", _inferred(usage))
-               .where(F.col("_reported") | F.col("_inferred"))
-               .withColumn("inferred", ~F.col("_reported"))
-               .withColumnRenamed("epoch", "stale_epoch")
-               .drop("_reported", "_inferred", "handed"))
+    reported = _reported(usage)
+    flagged = usage.where(reported | _inferred(usage)).select(
+        *[F.col(c).alias("stale_epoch") if c == "epoch" else c for c in usage.columns if c != "handed"],
+        (~reported).alias("inferred"))
     txn_ids = (handed.where((F.col("kind") == "producer") & F.col("transactional_id").isNotNull())
                .groupBy("producer_id").agg(F.min("transactional_id").alias("_txn_id")))
     # Materialized: the fencers read the fencings three times (producers', members', and the join back).

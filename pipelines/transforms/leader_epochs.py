@@ -87,9 +87,9 @@ def _with_handed(rows: DataFrame, md: DataFrame, names: DataFrame) -> DataFrame:
              .withColumn("_best", F.max("_handed").over(order))
              .where(F.col("_is_row")))
     from_response = F.concat(response_source(F.col("api_name")), F.lit(" (current_leader)"))
-    return (swept.withColumn("current_epoch", F.coalesce("_answered", "_best.epoch"))
-            .withColumn("current_epoch_source", F.when(F.col("_answered").isNotNull(), from_response)
-                        .otherwise(F.col("_best.source")))
+    return (swept.withColumns({"current_epoch": F.coalesce("_answered", "_best.epoch"),
+                               "current_epoch_source": F.when(F.col("_answered").isNotNull(), from_response)
+                               .otherwise(F.col("_best.source"))})
             .select(F.lit("partition_leader").alias("kind"), "client_id", "topic", "partition",
                     F.col("stale_epoch").cast("int"), F.col("current_epoch").cast("int"), "current_epoch_source",
                     "error_code", "error_name", "api_key", "api_name", "correlation_id", "conn_id", "ts",

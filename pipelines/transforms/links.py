@@ -30,9 +30,9 @@ def _linked(candidates: DataFrame, by: list[str]) -> DataFrame:
         F.collect_set("s.group_id").alias("groups"),
         F.collect_set("s.member_id").alias("members"))
     n = F.size("candidates")
-    return (agg.withColumn("link", F.when(n == 0, "unlinked").when(n == 1, "linked").otherwise("ambiguous"))
-            .withColumn("group_id", F.when(F.size("groups") == 1, F.get("groups", 0)))
-            .withColumn("member_id", F.when(n == 1, F.get("members", 0)))
+    return (agg.withColumns({"link": F.when(n == 0, "unlinked").when(n == 1, "linked").otherwise("ambiguous"),
+                             "group_id": F.when(F.size("groups") == 1, F.get("groups", 0)),
+                             "member_id": F.when(n == 1, F.get("members", 0))})
             .drop("groups", "members"))
 
 

@@ -52,9 +52,9 @@ def member_frames(frames: DataFrame) -> DataFrame:
     return (with_client_host(of_apis(frames, ApiKey.JOIN_GROUP, ApiKey.HEARTBEAT, ApiKey.LEAVE_GROUP, ApiKey.SYNC_GROUP,
                                      *MEMBER_HEARTBEATS, ApiKey.OFFSET_COMMIT))
             .withColumn("member_id", member).where(F.col("member_id").isNotNull())
-            .withColumn("group_instance_id", instance)
-            .withColumn("active_tasks", F.when(F.col("api_key") == ApiKey.STREAMS_GROUP_HEARTBEAT,
-                                               F.from_json(response_str("$.active_tasks"), TASKS)))
+            .withColumns({"group_instance_id": instance,
+                          "active_tasks": F.when(F.col("api_key") == ApiKey.STREAMS_GROUP_HEARTBEAT,
+                                                 F.from_json(response_str("$.active_tasks"), TASKS))})
             .join(kinds.where(F.col("kind") != "share_group"), "group_id", "inner")
             .withColumn("ts", F.coalesce("ts_request", "ts_response")))
 
@@ -142,9 +142,9 @@ def _classic_assignments(mf: DataFrame, keys: list[str] = MEMBER) -> DataFrame:
         tp["partitions"], lambda p: F.concat_ws(":", tp["topic"], p.cast("string")))))
     raw = response_str("$.assignment['$bytes']")
     return (mf.where((F.col("api_key") == ApiKey.SYNC_GROUP) & is_ok(F.col("error_code")))
-            .withColumn("raw", raw)
-            .withColumn("assignment", F.when(decoded.isNotNull(), F.sort_array(F.array_distinct(tps)))
-                        .when(raw == "", F.array().cast("array<string>")))
+            .withColumns({"raw": raw,
+                          "assignment": F.when(decoded.isNotNull(), F.sort_array(F.array_distinct(tps)))
+                          .when(raw == "", F.array().cast("array<string>"))})
             .select(*keys, "ts", "assignment", "raw"))
 
 
@@ -171,11 +171,9 @@ def _assignment_history(mf: DataFrame, names: DataFrame, keys: list[str] = MEMBE
     received = (_assignments(mf, names, keys)
                 .unionByName(classic.where(F.col("assignment").isNotNull()).drop("raw")))
     decoded = (received
-               .withColumn("prev", F.lag("assignment").over(w))
-               .withColumn("prev", F.coalesce("prev", F.array().cast("array<string>")))
-               .withColumn("changed", F.col("assignment") != F.col("prev"))
+               .withColumn("prev", F.coalesce(F.lag("assignment").over(w), F.array().cast("array<string>")))
                .groupBy(*keys).agg(
-                   F.count(F.when(F.col("changed"), 1)).alias("adecoded"),
+                   F.count(F.when(F.col("assignment") != F.col("prev"), 1)).alias("adecoded"),
                    F.sort_array(F.array_distinct(F.flatten(F.collect_list(
                        F.array_except("assignment", "prev"))))).alias("partitions_gained"),
                    F.sort_array(F.array_distinct(F.flatten(F.collect_list(
@@ -232,10 +230,10 @@ def members(frames: DataFrame, batches: DataFrame) -> DataFrame:
     keys = [*MEMBER, "incarnation"]
     ok = is_ok(F.col("error_code"))
     earlier = Window.partitionBy(*keys).orderBy("ts").rowsBetween(Window.unboundedPreceding, -1)
-    events = (mf.withColumn("event", F.when(is_leave(), "leave").otherwise("request"))
-              .withColumn("timeout_ms", session_timeout_ms())
-              .withColumn("beat_ms", heartbeat_interval_ms())
-              .withColumn("ok_before", F.max(F.when(ok & ~is_leave(), F.col("ts"))).over(earlier)))
+    events = mf.withColumns({"event": F.when(is_leave(), "leave").otherwise("request"),
+                             "timeout_ms": session_timeout_ms(),
+                             "beat_ms": heartbeat_interval_ms(),
+                             "ok_before": F.max(F.when(ok & ~is_leave(), F.col("ts"))).over(earlier)})
     generation = F.when((F.col("api_key") == ApiKey.JOIN_GROUP) & ok,
                         F.coalesce(response_str("$.generation_id").cast("int"), F.col("generation_id")))
     member_epoch = F.when(F.col("api_key").isin(MEMBER_HEARTBEATS) & ok
@@ -264,24 +262,24 @@ def members(frames: DataFrame, batches: DataFrame) -> DataFrame:
     )
     history = _assignment_history(mf, topic_names(batches), keys)
     empty = F.array().cast("array<string>")
+    removed = removed_for_silence(F.col("kind"), F.col("last_error"),
+                                  (F.unix_micros("last_ts") - F.unix_micros("ok_before")) / 1000, F.col("timeout_ms"),
+                                  F.col("beat_ms"))
+    refused = F.col("last_error").isin(MEMBER_FENCING) & ((F.col("last_event") != "leave") | removed)
     out = (agg.join(history, keys, "left").crossJoin(F.broadcast(capture_bounds(frames)))
-           .withColumn("assignment_changes", F.coalesce("adecoded", F.lit(0)) + F.coalesce("aopaque", F.lit(0)))
-           .withColumn("partitions_gained", F.coalesce("partitions_gained", empty))
-           .withColumn("partitions_lost", F.coalesce("partitions_lost", empty))
-           .withColumn("final_assignment", F.coalesce("final_assignment", empty))
-           .withColumn("_removed", removed_for_silence(
-               F.col("kind"), F.col("last_error"), (F.unix_micros("last_ts") - F.unix_micros("ok_before")) / 1000,
-               F.col("timeout_ms"), F.col("beat_ms")))
-           .withColumn("ended", _ended(F.col("last_event"), F.col("last_error"), F.col("last_seen"),
-                                       F.col("capture_end"),
-                                       F.coalesce("timeout_ms", F.lit(DEFAULT_SESSION_TIMEOUT_MS)), F.col("_removed")))
-           .withColumn("refused", F.col("last_error").isin(MEMBER_FENCING)
-                       & ((F.col("last_event") != "leave") | F.col("_removed")))
-           .withColumn("end_ts", F.when(F.col("refused"), F.col("last_ts")).otherwise(F.col("last_seen")))
-           .withColumn("end_error", F.when(F.col("refused"), F.col("last_error")))
-           .withColumn("session_timeout_ms", F.col("timeout_ms")))
+           .withColumns({
+               "assignment_changes": F.coalesce("adecoded", F.lit(0)) + F.coalesce("aopaque", F.lit(0)),
+               "partitions_gained": F.coalesce("partitions_gained", empty),
+               "partitions_lost": F.coalesce("partitions_lost", empty),
+               "final_assignment": F.coalesce("final_assignment", empty),
+               "ended": _ended(F.col("last_event"), F.col("last_error"), F.col("last_seen"), F.col("capture_end"),
+                               F.coalesce("timeout_ms", F.lit(DEFAULT_SESSION_TIMEOUT_MS)), removed),
+               "end_ts": F.when(refused, F.col("last_ts")).otherwise(F.col("last_seen")),
+               "end_error": F.when(refused, F.col("last_error")),
+               "session_timeout_ms": F.col("timeout_ms"),
+           }))
     return out.drop("adecoded", "aopaque", "last_event", "last_error", "last_ts", "timeout_ms", "capture_start",
-                    "capture_end", "beat_ms", "ok_before", "_removed", "refused")
+                    "capture_end", "beat_ms", "ok_before")
 
 
 def member_spans(members_df: DataFrame, slack_s: int = 60) -> DataFrame:

@@ -36,13 +36,12 @@ def _releases(frames: DataFrame) -> DataFrame:
         o["partitions"], lambda p: _tp(o["topic"], p)))), F.array().cast("array<string>"))
     nothing = F.array().cast("array<string>")
     fenced = F.col("error_name").isin(MEMBER_FENCING)
-    events = (mf.withColumn("keep", F.when(F.col("api_key") == ApiKey.JOIN_GROUP, kept).otherwise(nothing))
-              .withColumn("rts", F.when(fenced, F.coalesce("ts_response", "ts_request")).otherwise(F.col("ts")))
-              .withColumn("evidence", F.when(fenced, F.concat(response_source(F.col("api_name")), F.lit(" "),
-                                                             F.col("error_name")))
-                          .otherwise(request_source()))
-              .where(fenced | is_leave() | (F.col("api_key") == ApiKey.JOIN_GROUP)))
-    return events.select("group_id", "member_id", F.col("rts").alias("ts"), "keep", "evidence")
+    return mf.where(fenced | is_leave() | (F.col("api_key") == ApiKey.JOIN_GROUP)).select(
+        "group_id", "member_id",
+        F.when(fenced, F.coalesce("ts_response", "ts_request")).otherwise(F.col("ts")).alias("ts"),
+        F.when(F.col("api_key") == ApiKey.JOIN_GROUP, kept).otherwise(nothing).alias("keep"),
+        F.when(fenced, F.concat(response_source(F.col("api_name")), F.lit(" "), F.col("error_name")))
+        .otherwise(request_source()).alias("evidence"))
 
 
 @intermediate
@@ -67,12 +66,12 @@ def ownership(frames: DataFrame, batches: DataFrame) -> DataFrame:
     last = (member_frames(frames).groupBy("group_id", "member_id")
             .agg(F.max(F.coalesce("ts_response", "ts_request")).alias("last_seen")))
     whole = Window.partitionBy("group_id", "member_id", "tp", "own_end")
+    split = {"topic": F.regexp_extract("tp", r"^(.*):(\d+)$", 1).alias("topic"),
+             "partition": F.regexp_extract("tp", r"^(.*):(\d+)$", 2).cast("int").alias("partition")}
     return (ended.join(last, ["group_id", "member_id"], "left")
-            .withColumn("own_end", F.coalesce(F.col("end.ts"), F.greatest("last_seen", "own_start")))
-            .withColumn("end_evidence", F.coalesce(F.col("end.evidence"), F.lit("last request seen")))
+            .withColumns({"own_end": F.coalesce(F.col("end.ts"), F.greatest("last_seen", "own_start")),
+                          "end_evidence": F.coalesce(F.col("end.evidence"), F.lit("last request seen"))})
             # an assignment repeating a partition the member already held continues the same ownership
             .withColumn("_first", F.min("own_start").over(whole))
             .where(F.col("own_start") == F.col("_first"))
-            .withColumn("topic", F.regexp_extract("tp", r"^(.*):(\d+)$", 1))
-            .withColumn("partition", F.regexp_extract("tp", r"^(.*):(\d+)$", 2).cast("int"))
-            .select(*INTERVAL))
+            .select(*[split.get(c, c) for c in INTERVAL]))

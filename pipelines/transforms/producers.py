@@ -15,13 +15,12 @@ def producer_frames(frames: DataFrame) -> DataFrame:
     answered ones)."""
     init = F.col("api_key") == ApiKey.INIT_PRODUCER_ID
     return (with_client_host(of_apis(frames, ApiKey.INIT_PRODUCER_ID, *TXN_APIS))
-            .withColumn("producer_id", F.when(init, response_str("$.producer_id").cast("long"))
-                        .otherwise(F.col("producer_id")))
-            .withColumn("producer_epoch", F.when(init, response_str("$.producer_epoch").cast("int"))
-                        .otherwise(F.col("producer_epoch").cast("int")))
-            .withColumn("committed", F.when(F.col("api_key") == ApiKey.END_TXN,
-                                            request_str("$.committed").cast("boolean")))
-            .withColumn("ts", F.coalesce("ts_request", "ts_response"))
+            .withColumns({
+                "producer_id": F.when(init, response_str("$.producer_id").cast("long")).otherwise(F.col("producer_id")),
+                "producer_epoch": F.when(init, response_str("$.producer_epoch").cast("int"))
+                .otherwise(F.col("producer_epoch").cast("int")),
+                "committed": F.when(F.col("api_key") == ApiKey.END_TXN, request_str("$.committed").cast("boolean")),
+                "ts": F.coalesce("ts_request", "ts_response")})
             .where(F.col("producer_id") >= 0))
 
 
@@ -30,10 +29,11 @@ def _producer_key(df: DataFrame, txn_ids: DataFrame) -> DataFrame:
     InitProducerId / the transaction apis paired with the producer id)."""
     if "transactional_id" not in df.columns:
         df = df.withColumn("transactional_id", F.lit(None).cast("string"))
+    txn_id = F.coalesce("transactional_id", "_txn_id")
     return (df.join(F.broadcast(txn_ids), "producer_id", "left")
-            .withColumn("transactional_id", F.coalesce("transactional_id", "_txn_id")).drop("_txn_id")
-            .withColumn("producer_key", F.coalesce(F.col("transactional_id"),
-                                                   F.concat(F.lit("pid:"), F.col("producer_id").cast("string")))))
+            .withColumns({"transactional_id": txn_id, "producer_key": F.coalesce(
+                txn_id, F.concat(F.lit("pid:"), F.col("producer_id").cast("string")))})
+            .drop("_txn_id"))
 
 
 def _txn_ids(pf: DataFrame) -> DataFrame:
@@ -77,8 +77,8 @@ def transactions(frames: DataFrame, batches: DataFrame) -> DataFrame:
     outcome = (F.when(F.col("_fenced"), "fenced").when(F.col("end_ts").isNull(), "open")
                .when(F.col("_committed") == 1, "commit").otherwise("abort"))
     return (_producer_key(grouped, txn_ids).drop("producer_key")
-            .withColumn("start_ts", F.coalesce("start_ts", "end_ts"))
-            .withColumn("outcome", outcome).drop("_committed", "_fenced"))
+            .withColumns({"start_ts": F.coalesce("start_ts", "end_ts"), "outcome": outcome})
+            .drop("_committed", "_fenced"))
 
 
 def producers(frames: DataFrame, batches: DataFrame) -> DataFrame:
@@ -132,9 +132,8 @@ def producers(frames: DataFrame, batches: DataFrame) -> DataFrame:
              .when(F.col("end.committed"), "committed").otherwise("aborted"))
     kind = (F.when(F.col("transactional_id").isNotNull(), "transactional")
             .when(F.col("producer_id") >= 0, "idempotent").otherwise("plain"))
-    return (agg.withColumn("ended", ended).withColumn("kind", kind)
-            .withColumn("end_ts", F.when(F.col("ended") == "fenced", F.col("fence.ts"))
-                        .when(F.col("ended").isin("committed", "aborted"), F.col("end.ts"))
-                        .otherwise(F.col("last_seen")))
-            .withColumn("end_error", F.when(F.col("ended") == "fenced", F.col("fence.error_name")))
+    return (agg.withColumns({"ended": ended, "kind": kind,
+                             "end_ts": F.when(ended == "fenced", F.col("fence.ts"))
+                             .when(ended.isin("committed", "aborted"), F.col("end.ts")).otherwise(F.col("last_seen")),
+                             "end_error": F.when(ended == "fenced", F.col("fence.error_name"))})
             .drop("fence", "end", "last_txn_data", "producer_key"))

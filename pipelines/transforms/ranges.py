@@ -33,7 +33,7 @@ def _bucketed(df: DataFrame, lo: str, hi: str, name: str, meets: int | None) -> 
     if meets is not None:
         narrow = F.concat(narrow, F.array(F.lit(meets).cast("long")))
     buckets = F.when(wide, F.array(F.lit(LEFT_WIDE).cast("long"), F.lit(RIGHT_WIDE).cast("long"))).otherwise(narrow)
-    return df.withColumn(f"{name}_wide", wide).withColumn(name, F.explode(buckets))
+    return df.withColumns({f"{name}_wide": wide, name: F.explode(buckets)})
 
 
 def overlapping(left: DataFrame, right: DataFrame, key: list[str], left_range: tuple[str, str],

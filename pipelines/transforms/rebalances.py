@@ -157,24 +157,25 @@ def _arrived(ids: str, others: str) -> Column:
 
 
 def rebalances(frames: DataFrame, batches: DataFrame) -> DataFrame:
-    eps = (episodes(frames)
-           .withColumn("members_joined", _arrived("after", "before"))
-           .withColumn("members_left", _arrived("before", "after")))
+    eps = episodes(frames).withColumns({"members_joined": _arrived("after", "before"),
+                                        "members_left": _arrived("before", "after")})
     key = ["group_id", "end_ts"]
+    moved = F.coalesce("partitions_moved", F.lit(0))
     return (eps.join(_triggers(eps, _causes(frames)), key, "left")
             .join(_moves(eps, ownership(frames, batches).join(member_keys(frames), ["group_id", "member_id"], "left")
                          .withColumn("member", F.coalesce("member", "member_id")), batches), key, "left")
-            .withColumn("duration_s", _seconds(F.col("start_ts"), F.col("end_ts")))
-            .withColumn("members_before", F.size("before").cast("int"))
-            .withColumn("members_after", F.size("after").cast("int"))
-            .withColumn("partitions_moved", F.coalesce("partitions_moved", F.lit(0)))
-            .withColumn("moved_partitions", F.coalesce("moved_partitions", F.array().cast("array<string>")))
-            .withColumn("stalled_s", F.coalesce("stalled_s", F.lit(0.0)))
-            .withColumn("fetch_gap_s", F.when(F.col("partitions_moved") == 0, 0.0).otherwise(F.col("fetch_gap_s")))
-            .withColumn("fetch_gap_partition_s", F.when(F.col("partitions_moved") == 0, 0.0)
-                        .otherwise(F.col("fetch_gap_partition_s")))
-            .withColumn("trigger", F.coalesce(F.col("t.cause"), F.lit("unknown")))
-            .withColumn("trigger_member_id", F.col("t.member_id"))
-            .withColumn("evidence", F.concat(F.lit("opened by "), F.col("open_evidence"), F.lit("; closed by "),
-                                             F.col("close_evidence")))
+            .withColumns({
+                "duration_s": _seconds(F.col("start_ts"), F.col("end_ts")),
+                "members_before": F.size("before").cast("int"),
+                "members_after": F.size("after").cast("int"),
+                "partitions_moved": moved,
+                "moved_partitions": F.coalesce("moved_partitions", F.array().cast("array<string>")),
+                "stalled_s": F.coalesce("stalled_s", F.lit(0.0)),
+                "fetch_gap_s": F.when(moved == 0, 0.0).otherwise(F.col("fetch_gap_s")),
+                "fetch_gap_partition_s": F.when(moved == 0, 0.0).otherwise(F.col("fetch_gap_partition_s")),
+                "trigger": F.coalesce(F.col("t.cause"), F.lit("unknown")),
+                "trigger_member_id": F.col("t.member_id"),
+                "evidence": F.concat(F.lit("opened by "), F.col("open_evidence"), F.lit("; closed by "),
+                                     F.col("close_evidence")),
+            })
             .select(OUTPUT))

@@ -17,8 +17,8 @@ def share_members(frames: DataFrame, share: DataFrame) -> DataFrame:
     member = F.coalesce(F.when(F.col("api_key") == ApiKey.SHARE_GROUP_HEARTBEAT, nonempty(response_str("$.member_id"))),
                         nonempty(F.col("member_id")))
     sf = (with_client_host(of_apis(frames, *SHARE_GROUP_APIS))
-          .withColumn("member_id", member).where(F.col("member_id").isNotNull() & F.col("group_id").isNotNull())
-          .withColumn("ts", F.coalesce("ts_request", "ts_response")))
+          .where(member.isNotNull() & F.col("group_id").isNotNull())
+          .withColumns({"member_id": member, "ts": F.coalesce("ts_request", "ts_response")}))
     hb = F.col("api_key") == ApiKey.SHARE_GROUP_HEARTBEAT
     fetch = F.col("api_key") == ApiKey.SHARE_FETCH
     last = F.struct("ts", "correlation_id")

@@ -196,11 +196,10 @@ def share_records(frames: DataFrame, share: DataFrame) -> DataFrame:
     reason = (F.when(state != "archived", None).when(last["end"] == "rejected", "rejected")
               .when(last["end"] == "gap", "gap")
               .when(F.col("delivery_limit").isNull() | at_limit, "delivery_limit").otherwise("unknown"))
-    terminal = F.when(F.col("final_state").isin("acknowledged", "archived"), last["_ended"])
+    terminal = F.when(state.isin("acknowledged", "archived"), last["_ended"])
     first = F.col("h")[0]["acquired_ts"]
-    out = (history.withColumn("delivery_limit", limit.cast("int")).withColumn("delivery_limit_source", source)
-           .withColumn("final_state", state).withColumn("archive_reason", reason)
-           .withColumn("terminal_ts", terminal)
+    out = (history.withColumns({"delivery_limit": limit.cast("int"), "delivery_limit_source": source})
+           .withColumns({"final_state": state, "archive_reason": reason, "terminal_ts": terminal})
            .select(*KEY, *OFFSETS,
                    F.transform("h", lambda d: d.dropFields("_ended")).alias("deliveries"),
                    F.size("h").cast("long").alias("delivered"), F.col("_count").alias("max_delivery_count"),

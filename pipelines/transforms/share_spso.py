@@ -28,13 +28,13 @@ def _passes(records: DataFrame) -> DataFrame:
     by_offset = Window.partitionBy(*KEY).orderBy("first_offset")
     upto = by_offset.rowsBetween(Window.unboundedPreceding, 0)
     passed = F.max(F.coalesce("terminal_ts", _never())).over(upto)
-    return (records.withColumn("_passed", F.when(passed < _never(), passed))
-            .withColumn("_before", F.lag(passed).over(by_offset))
-            # the later ranges as the earlier ones in the reversed order (a frame to unboundedFollowing is quadratic)
-            .withColumn("_later_first", F.min("terminal_ts").over(
-                Window.partitionBy(*KEY).orderBy(F.col("first_offset").desc())
-                .rowsBetween(Window.unboundedPreceding, -1)))
-            .withColumn("_prefix", F.sum("records").over(upto)))
+    return records.withColumns({
+        "_passed": F.when(passed < _never(), passed),
+        "_before": F.lag(passed).over(by_offset),
+        # the later ranges as the earlier ones in the reversed order (a frame to unboundedFollowing is quadratic)
+        "_later_first": F.min("terminal_ts").over(Window.partitionBy(*KEY).orderBy(F.col("first_offset").desc())
+                                                  .rowsBetween(Window.unboundedPreceding, -1)),
+        "_prefix": F.sum("records").over(upto)})
 
 
 def spso_pinned(records: DataFrame, frames: DataFrame) -> DataFrame:

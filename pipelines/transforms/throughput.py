@@ -10,8 +10,7 @@ from kafkatap.pipelines.transforms.percentiles import nearest_rank, ranked
 
 def _windowed(df: DataFrame, ts: str, interval: str) -> DataFrame:
     w = F.window(F.col(ts), interval)
-    return df.withColumn("_w", w).withColumn("window_start", F.col("_w.start")).withColumn(
-        "window_end", F.col("_w.end")).drop("_w")
+    return df.withColumns({"window_start": w["start"], "window_end": w["end"]})
 
 
 def data(batches: DataFrame, interval: str) -> DataFrame:

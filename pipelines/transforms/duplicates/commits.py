@@ -54,13 +54,14 @@ def with_consumed(deliveries: DataFrame, committed: DataFrame) -> DataFrame:
     pairs = [narrow[c].eqNullSafe(committing[c]) for c in key]
     is_fetch = F.col("delivery_id").isNotNull()
     response = Window.partitionBy(*key, "ts")  # a fetch response's batches share its time
+    us = F.unix_micros("ts")
     both = (narrow.join(committing, pairs, "left_semi").unionByName(marks, allowMissingColumns=True)
             .transform(lambda rows: clustered(rows, *key))  # one exchange for every window below
-            .withColumn("_us", F.unix_micros("ts"))
-            .withColumn("_fetch_clip", F.min(F.when(is_fetch, F.col("clip"))).over(response))
-            .withColumn("_resp_last", F.max(F.when(is_fetch, F.col("last_offset"))).over(response))
-            .withColumn("_fetch_us", F.when(is_fetch, F.col("_us")))
-            .withColumn("_commit_us", F.when(F.col("_commit").isNotNull(), F.col("_us"))))
+            .withColumns({"_us": us,
+                          "_fetch_clip": F.min(F.when(is_fetch, F.col("clip"))).over(response),
+                          "_resp_last": F.max(F.when(is_fetch, F.col("last_offset"))).over(response),
+                          "_fetch_us": F.when(is_fetch, us),
+                          "_commit_us": F.when(F.col("_commit").isNotNull(), us)}))
     ordered = Window.partitionBy(*key).orderBy("ts")  # the response windows' order: no sort of its own
     # "the next value at a later time" as the last one over a reversed, growing frame: Spark evaluates a frame that
     # runs to unboundedFollowing from a moving start again for every row (quadratic in a partition's fetches)

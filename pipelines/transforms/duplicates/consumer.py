@@ -41,13 +41,13 @@ def _coverage_runs(deliveries: DataFrame, key: list[str]) -> DataFrame:
     # (the sweep then reads half the edges: most deliveries are consumed whole).
     whole = F.col("consumed_last") == F.col("last_offset")
     cut = deliveries.where((F.col("consumed_last") >= F.col("clip")) & ~whole)
+    app = F.col("deliveries") >= 2
     segments = (sweep(key, (deliveries, "clip", "last_offset",
                             {"wire_deliveries": F.lit(1), "deliveries": F.when(whole, 1).otherwise(0)}),
                        (cut, "clip", "consumed_last", {"deliveries": F.lit(1)}))
                 .where(F.col("wire_deliveries") >= 2)
-                .withColumn("_app", F.col("deliveries") >= 2))
-    segments = segments.withColumn("_count", F.when(F.col("_app"), F.col("deliveries"))
-                                   .otherwise(F.col("wire_deliveries")))
+                .withColumns({"_app": app, "_count": F.when(app, F.col("deliveries"))
+                              .otherwise(F.col("wire_deliveries"))}))
     return islands(segments, [*key, "_app", "_count"], F.max("wire_deliveries").alias("wire_deliveries"),
                     F.max("deliveries").alias("deliveries"), key=key).drop("_app", "_count")
 
@@ -116,7 +116,7 @@ def _with_cause(ranges: DataFrame, events: DataFrame) -> DataFrame:
     order = Window.partitionBy("group_id").orderBy("ts", "_is_range").rowsBetween(Window.unboundedPreceding, 0)
     latest = {r: F.last(F.when(F.col("rank") == r, F.col("ts")), ignorenulls=True).over(order) for r in (3, 2, 1)}
     after = {r: F.coalesce(latest[r] > F.col("first_delivery_ts"), F.lit(False)) for r in latest}
-    swept = (ranges.withColumn("ts", F.col("redelivery_ts")).withColumn("_is_range", F.lit(True))
+    swept = (ranges.withColumns({"ts": F.col("redelivery_ts"), "_is_range": F.lit(True)})
              .unionByName(events.withColumn("_is_range", F.lit(False)), allowMissingColumns=True))
     cause = (F.when(F.col("group_id").isNull(), "unlinked").when(after[3], "fencing").when(after[2], "rebalance")
              .when(after[1], "seek_to_committed").otherwise("refetch"))
@@ -137,15 +137,14 @@ def consumer_duplicates(batches: DataFrame, records: DataFrame | None, spans: Da
     runs = materialize(_first_two(broadcast_small(_coverage_runs(deliveries, key)), deliveries, key))
     caused = _with_cause(_record_counts(runs, records), _group_events(frames, fenced))
     kinds = group_kinds(frames).withColumnRenamed("kind", "group_kind")
+    wire_only = F.col("deliveries") < 2
     return (caused.where(F.col("records") > 0).drop("group_key").join(kinds, "group_id", "left")
-            .withColumn("wire_only", F.col("deliveries") < 2)
-            .withColumn("deliveries", F.when(F.col("wire_only"), F.col("wire_deliveries"))
-                        .otherwise(F.col("deliveries")))
             .withColumns({
+                "wire_only": wire_only,
+                "deliveries": F.when(wire_only, F.col("wire_deliveries")).otherwise(F.col("deliveries")).cast("long"),
                 "kind": F.coalesce(F.col("group_kind"), F.lit("none")), "delivery_count": F.lit(None).cast("int"),
                 "ack_history": F.lit(None).cast("array<string>"), "producer_id": F.lit(None).cast("long"),
                 "producer_epoch": F.lit(None).cast("int"), "base_sequence": F.lit(None).cast("int"),
-                "original_offset": F.lit(None).cast("long"), "possible": F.lit(False),
-                "deliveries": F.col("deliveries").cast("long")})
+                "original_offset": F.lit(None).cast("long"), "possible": F.lit(False)})
             .select(*OUTPUT))
 

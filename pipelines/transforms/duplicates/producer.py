@@ -23,12 +23,12 @@ def producer_duplicates(batches: DataFrame, records: DataFrame | None) -> DataFr
                .select("*", "x.*").drop("x"))
     order = Window.partitionBy(*key).orderBy("ts", "assigned_offset")
     everything = order.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
-    proven = (appends.withColumn("n", F.row_number().over(order))
-              .withColumn("deliveries", F.count(F.lit(1)).over(everything))
-              .withColumn("original_offset", F.first("assigned_offset").over(everything))
-              .withColumn("first_delivery_ts", F.first("ts").over(everything))
-              .withColumn("first_conn_id", F.first("conn_id").over(everything))
-              .withColumn("first_client_id", F.first("client_id").over(everything))
+    proven = (appends.withColumns({"n": F.row_number().over(order),
+                                   "deliveries": F.count(F.lit(1)).over(everything),
+                                   "original_offset": F.first("assigned_offset").over(everything),
+                                   "first_delivery_ts": F.first("ts").over(everything),
+                                   "first_conn_id": F.first("conn_id").over(everything),
+                                   "first_client_id": F.first("client_id").over(everything)})
               .where(F.col("n") == 2)
               .select(*key, "original_offset", "first_delivery_ts", "first_conn_id", "first_client_id",
                       "deliveries", F.col("assigned_offset").alias("first_offset"),
@@ -60,12 +60,12 @@ def _possible_resends(produced: DataFrame, records: DataFrame) -> DataFrame:
             .withColumn("assigned", F.coalesce("assigned_offset", F.lit(-1))))
     order = Window.partitionBy("client_id", "topic", "partition", "fingerprint", "record_count").orderBy("ts")
     everything = order.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
-    return (sent.withColumn("prev_ts", F.lag("ts").over(order))
-            .withColumn("n", F.row_number().over(order))
-            .withColumn("deliveries", F.count(F.lit(1)).over(everything))
-            .withColumn("first_assigned", F.first("assigned").over(everything))
-            .withColumn("first_delivery_ts", F.first("ts").over(everything))
-            .withColumn("first_conn_id", F.first("conn_id").over(everything))
+    return (sent.withColumns({"prev_ts": F.lag("ts").over(order),
+                              "n": F.row_number().over(order),
+                              "deliveries": F.count(F.lit(1)).over(everything),
+                              "first_assigned": F.first("assigned").over(everything),
+                              "first_delivery_ts": F.first("ts").over(everything),
+                              "first_conn_id": F.first("conn_id").over(everything)})
             .where((F.col("n") == 2)
                    & (F.unix_micros("ts") - F.unix_micros("prev_ts") <= RETRY_WINDOW_S * 1_000_000))
             .select(F.col("producer_id").cast("long"), F.col("producer_epoch").cast("int"),

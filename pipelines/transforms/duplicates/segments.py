@@ -30,8 +30,7 @@ def sweep(key: list[str], *sources: tuple[DataFrame, str, str, dict[str, Column]
     upto = by_pos.rowsBetween(Window.unboundedPreceding, 0)
     # one exchange by key serves the grouping by position and the windows (an exchange by (key, pos) would not)
     return (clustered(events, *key).groupBy(*key, "pos").agg(*[F.sum(n).alias(n) for n in names])
-            .withColumns({n: F.sum(n).over(upto) for n in names})
-            .withColumn("last_offset", F.lead("pos").over(by_pos) - 1)
+            .withColumns({**{n: F.sum(n).over(upto) for n in names}, "last_offset": F.lead("pos").over(by_pos) - 1})
             .where(F.col("last_offset").isNotNull()).withColumnRenamed("pos", "first_offset"))
 
 
