@@ -1,7 +1,7 @@
 """Wall time, CPU and Spark's own cost (jobs, stages, tasks, plan sizes) of `kafkatap analyze`, as a user runs it.
 
     python benchmarks/analyze_bench.py [OUT ...] [--runs 3] [--master local[*]] [--baseline-python PYTHON]
-        [--conf KEY=VALUE ...]
+        [--conf KEY=VALUE ...] [--dataframes]
 
 Each OUT is a `kafkatap dissect` output folder; with none, the bundled `day_in_the_life` sample is dissected first
 (with --records). Every round runs `kafkatap analyze OUT -o REPORT` once per input, in turn, as a fresh command (the
@@ -11,7 +11,8 @@ JVM's start included, as a user pays it), under a probe process that adopts the 
 that grow with a plan long before seconds do on a busy machine. Printed: per input, the medians over --runs of wall
 and CPU seconds, each kafkatap job's seconds (as the command printed them) and counts, as a table and as JSON.
 `--baseline-python` runs another installation's kafkatap beside this one (an earlier checkout's venv: the baseline in
-the same run); a version that does not tag its Spark jobs has its counts under "total" only.
+the same run); a version that does not tag its Spark jobs has its counts under "total" only. `--dataframes` adds one
+untimed run per input that counts the DataFrames each job builds (each one an analyzer pass in the JVM).
 """
 
 from __future__ import annotations
@@ -47,6 +48,20 @@ u = resource.getrusage(resource.RUSAGE_CHILDREN)
 print(json.dumps({"rc": run.returncode, "wall": wall, "cpu": u.ru_utime + u.ru_stime, "stderr": run.stderr}))
 """
 _DONE = re.compile(r"^(\w+): done in ([\d.]+) s$", re.M)
+_COUNTED = """
+import collections, json, sys
+from pyspark.sql.classic import dataframe
+from kafkatap.cli import main
+built = collections.Counter()
+init = dataframe.DataFrame.__init__
+def counted(self, *args, **kwargs):
+    init(self, *args, **kwargs)
+    built[self.sparkSession.sparkContext.getLocalProperty("kafkatap.job") or "(no job)"] += 1
+dataframe.DataFrame.__init__ = counted
+rc = main(sys.argv[1:])
+print(json.dumps(built), file=sys.stderr)
+sys.exit(rc)
+"""
 
 
 def dissect_sample(work: Path) -> Path:
@@ -69,13 +84,28 @@ def analyze_once(python: str, out: Path, report: Path, logs: Path, master: str, 
     conf = " ".join(f"--conf {s}" for s in settings)
     env = {**os.environ, "PYSPARK_SUBMIT_ARGS": f"{conf} pyspark-shell"}
     cmd = [python, "-m", "kafkatap.cli", "analyze", str(out), "-o", str(report), "--master", master]
-    probe = subprocess.run([PYTHON, "-c", _PROBE, *cmd], check=True, capture_output=True, text=True, env=env)
+    # run from the work folder: `-m` puts the current folder first on the path, and a checkout's own `kafkatap/`
+    # there would shadow the installation under test (a baseline's included)
+    probe = subprocess.run([PYTHON, "-c", _PROBE, *cmd], check=True, capture_output=True, text=True, env=env,
+                           cwd=report.parent)
     result = json.loads(probe.stdout)
     if result["rc"] != 0:
         raise RuntimeError(f"analyze {out} failed ({result['rc']}): {result['stderr'][-2000:]}")
     costs = spark_events.read(spark_events.newest_log(logs))
     return {"wall": result["wall"], "cpu": result["cpu"],
             "jobs": {job: float(s) for job, s in _DONE.findall(result["stderr"])}, "spark": costs}
+
+
+def dataframes_built(python: str, out: Path, report: Path, master: str) -> dict[str, int]:
+    """DataFrames one `kafkatap analyze` builds, per kafkatap job: each is an analyzer pass in the JVM, the planning
+    cost that grows with the transforms' calls. Counted in a run of its own (the command's entry point with PySpark's
+    DataFrame counting), not in the timed ones."""
+    cmd = [python, "-c", _COUNTED, "analyze", str(out), "-o", str(report), "--master", master]
+    run = subprocess.run(cmd, capture_output=True, text=True, cwd=report.parent)  # as in analyze_once
+    if run.returncode != 0:
+        raise RuntimeError(f"analyze {out} failed ({run.returncode}): {run.stderr[-2000:]}")
+    counts = json.loads(run.stderr.strip().splitlines()[-1])
+    return {"total": sum(counts.values()), **dict(sorted(counts.items()))}
 
 
 def summarize(name: str, runs: list[dict]) -> dict:
@@ -105,6 +135,10 @@ def table(result: dict) -> str:
         counts = (f"{j['jobs']:>6}{j['stages']:>8}{j['tasks']:>7}{j['queries']:>9}{j['largest_plan']:>14,}"
                   if "jobs" in j else f"{'-':>6}{'-':>8}{'-':>7}{'-':>9}{'-':>14}")
         lines.append(f"  {job:<22}{j['seconds']:>7.1f}{counts}")
+    if "dataframes" in result:
+        built = result["dataframes"]
+        lines.append(f"  DataFrames built: {built['total']:,} (" + ", ".join(
+            f"{job} {n:,}" for job, n in built.items() if job != "total") + ")")
     return "\n".join(lines)
 
 
@@ -118,6 +152,8 @@ def main() -> int:
                         help="also run the kafkatap another Python has (e.g. an earlier checkout's venv), alternating")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                         help="a Spark setting for every run (repeatable), to measure it against a run without")
+    parser.add_argument("--dataframes", action="store_true",
+                        help="after the timed runs, one more per input counting the DataFrames each job builds")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="kafkatap-analyze-bench-") as tmp:
         work = Path(tmp)
@@ -130,6 +166,9 @@ def main() -> int:
                 seen[label, out].append(analyze_once(python, out, work / f"report-{n}-{i}", work / f"events-{n}-{i}",
                                                      args.master, args.conf))
         results = [summarize(f"{label}{out}", ms) for (label, out), ms in seen.items()]
+        if args.dataframes:
+            for result, (n, (label, python, out)) in zip(results, enumerate(runs)):
+                result["dataframes"] = dataframes_built(python, out, work / f"report-{n}-counted", args.master)
     for result in results:
         print(table(result))
     print(json.dumps(results, indent=1))
