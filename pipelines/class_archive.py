@@ -45,6 +45,14 @@ log = logging.getLogger(__name__)
 _recording: list[Path] = []  # the archive this process's JVM records for, once it started one that does
 
 
+def spark_jars() -> Path:
+    """The installed pyspark's jars: what the driver's classes come from, so what an archive holds and what kafkatap's
+    own JVM classes compile against (`jvm_jar`)."""
+    import pyspark
+
+    return Path(pyspark.__file__).parent / "jars"
+
+
 def archive_path() -> Path | None:
     """Where the archive of this Java and these Spark jars is, or would be; None when switched off or no Java."""
     setting = os.environ.get(ENV, "")
@@ -57,7 +65,7 @@ def archive_path() -> Path | None:
         return None
     import pyspark
 
-    jars = Path(pyspark.__file__).parent / "jars"
+    jars = spark_jars()
     real = Path(java).resolve()
     key = "\n".join([DUMPED, str(real), str(real.stat().st_mtime_ns), pyspark.__version__, str(jars),
                      *sorted(p.name for p in jars.glob("*.jar"))])

@@ -18,7 +18,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from kafkatap.pipelines.class_archive import cache_folder
+from kafkatap.pipelines.class_archive import cache_folder, spark_jars
 from kafkatap.pipelines.launch import find_java
 
 SOURCES = sorted(Path(__file__).parent.glob("*.java"))
@@ -45,13 +45,10 @@ def jar() -> Path | None:
         log.warning("no Java compiler (javac) found: one-partition runs plan their shuffles as Spark does, and the "
                     "class archive keeps only the classes Java links (slower)")
         return None
-    import pyspark
-
-    jars = Path(pyspark.__file__).parent / "jars"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=path.parent) as tmp:
-            subprocess.run([javac, "--release", "17", "-nowarn", "-cp", str(jars / "*"), "-d", tmp,
+            subprocess.run([javac, "--release", "17", "-nowarn", "-cp", str(spark_jars() / "*"), "-d", tmp,
                             *map(str, SOURCES)], check=True, capture_output=True, text=True)
             partial = Path(tmp) / path.name
             with zipfile.ZipFile(partial, "w") as out:
