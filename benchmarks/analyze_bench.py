@@ -48,7 +48,7 @@ u = resource.getrusage(resource.RUSAGE_CHILDREN)
 print(json.dumps({"rc": run.returncode, "wall": wall, "cpu": u.ru_utime + u.ru_stime, "stderr": run.stderr}))
 """
 _DONE = re.compile(r"^(\w+): done in ([\d.]+) s$", re.M)
-_COUNTED = """
+_COUNTED = f"""
 import collections, json, sys
 from pyspark.sql.classic import dataframe
 from kafkatap.cli import main
@@ -56,7 +56,7 @@ built = collections.Counter()
 init = dataframe.DataFrame.__init__
 def counted(self, *args, **kwargs):
     init(self, *args, **kwargs)
-    built[self.sparkSession.sparkContext.getLocalProperty("kafkatap.job") or "(no job)"] += 1
+    built[self.sparkSession.sparkContext.getLocalProperty({spark_events.JOB_PROPERTY!r}) or "(no job)"] += 1
 dataframe.DataFrame.__init__ = counted
 rc = main(sys.argv[1:])
 print(json.dumps(built), file=sys.stderr)
