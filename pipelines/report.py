@@ -113,7 +113,7 @@ def _write(spark: SparkSession, report: str, tables: dict[str, DataFrame], inp: 
     if small:
         tables = {name: keep(df, inp.one_partition) for name, df in tables.items()}
     for name, df in tables.items():
-        write_table(df, report, name, schema.TABLES[name])
+        write_table(df, report, name, schema.TABLES[name], collect=small)
     if small:
         return {name: an_input(conform(df, schema.TABLES[name])) for name, df in tables.items()}
     return {name: an_input(partitioned(read_table(spark, report, name, schema.TABLES[name]), inp.one_partition))

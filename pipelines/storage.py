@@ -1,7 +1,8 @@
 """Reading the dissector's tables and writing the report, through Spark and Hadoop FS only.
 
 Paths are URIs (file://, hdfs://, s3a://, or plain local paths): nothing here touches the driver's disk directly, so
-the same jobs run on a cluster. Every table is cast to its declared schema on the way in and out.
+the same jobs run on a cluster. Every table is cast to its declared schema on the way in and out. A small run's tables
+are collected to the driver and written by pyarrow (`write_table`), still through Hadoop FS.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import json
 import re
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
@@ -87,18 +89,41 @@ def read_table(spark: SparkSession, root: str, name: str, schema: pa.Schema) -> 
     return spark.read.schema(struct).parquet(uri)
 
 
-def write_table(df: DataFrame, report: str, name: str, schema: pa.Schema) -> None:
-    conform(df, schema).write.mode("overwrite").parquet(join_uri(report, name))
+COLLECTED_FILE = "part-00000.snappy.parquet"
+"""The one file of a table `write_table` collected (Spark's own writes name theirs by task and job)."""
 
 
-def write_text(spark: SparkSession, uri: str, text: str) -> None:
+def write_table(df: DataFrame, report: str, name: str, schema: pa.Schema, collect: bool = False) -> None:
+    """Write the table `report/name` with the declared schema, replacing any earlier one. A small table (`collect`:
+    a run over inputs kept as rows) is collected to the driver as Arrow and written as one file by pyarrow, through
+    Hadoop FS like the summary: Spark's own Parquet write (its commit protocol, a writer set up in a task) took 66 ms
+    a table against 17 ms in a warm session, and about 1 s of a cold run of the bundled sample."""
+    uri = join_uri(report, name)
+    conformed = conform(df, schema)
+    if not collect:
+        conformed.write.mode("overwrite").parquet(uri)
+        return
+    rows = conformed.toArrow()
+    parquet = pa.BufferOutputStream()
+    pq.write_table(rows, parquet, compression="snappy")
+    spark = df.sparkSession
+    fs, path = _hadoop_path(spark, uri)
+    fs.delete(path, True)
+    write_bytes(spark, join_uri(uri, COLLECTED_FILE), parquet.getvalue().to_pybytes())
+
+
+def write_bytes(spark: SparkSession, uri: str, data: bytes) -> None:
     """Write a small file through Hadoop FS, so it lands wherever Spark writes (s3a://, hdfs://, file://)."""
     fs, path = _hadoop_path(spark, uri)
     stream = fs.create(path, True)
     try:
-        stream.write(bytearray(text.encode()))
+        stream.write(bytearray(data))
     finally:
         stream.close()
+
+
+def write_text(spark: SparkSession, uri: str, text: str) -> None:
+    write_bytes(spark, uri, text.encode())
 
 
 def read_text(spark: SparkSession, uri: str) -> str:
