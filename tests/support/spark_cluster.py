@@ -108,6 +108,8 @@ def _wait_for_workers(cluster: Cluster, workers: int, timeout: float) -> None:
                 return
         except OSError:
             pass  # the master's UI is not up yet
+        except ValueError:  # json's: seen once, the UI's HTML page at /json/ from a master not yet elected leader
+            pass
         time.sleep(0.5)
     raise RuntimeError(f"{workers} Spark workers were not alive after {timeout:.0f} s:\n{cluster.logs()}")
 
