@@ -97,7 +97,7 @@ def write_table(df: DataFrame, report: str, name: str, schema: pa.Schema, collec
     """Write the table `report/name` with the declared schema, replacing any earlier one. A small table (`collect`:
     a run over inputs kept as rows) is collected to the driver as Arrow and written as one file by pyarrow, through
     Hadoop FS like the summary: Spark's own Parquet write (its commit protocol, a writer set up in a task) took 66 ms
-    a table against 17 ms in a warm session, and about 1 s of a cold run of the bundled sample."""
+    a table against 17 ms in a warm session, and 0.7 s of a cold run of the bundled sample (docs/performance.md)."""
     uri = join_uri(report, name)
     conformed = conform(df, schema)
     if not collect:

@@ -33,7 +33,6 @@ def test_every_output_column_is_documented():
     assert "duplicate_records" in schema.SUMMARY_KEYS and "fenced_epochs" in schema.SUMMARY_KEYS
 
 
-
 @pytest.mark.spark
 def test_a_collected_table_is_the_table_spark_writes(spark, tmp_path):
     """A small run's tables are collected and written by pyarrow (`collect`), a larger run's by Spark: the same
@@ -43,15 +42,16 @@ def test_a_collected_table_is_the_table_spark_writes(spark, tmp_path):
                           ("counts", pa.map_(pa.string(), pa.int64())), ("n", pa.int64()), ("note", pa.string())])
     df = spark.sql("SELECT timestamp'2026-11-29 10:00:00.123456' AS ts, array('a', 'b') AS ids, "
                    "map('k', 1L) AS counts, id AS n, CAST(NULL AS STRING) AS note FROM range(3)")
+    written = {False: tmp_path / "spark", True: tmp_path / "pyarrow"}  # by collect
     tables = {}
-    for collect in (False, True):
-        write_table(df, str(tmp_path / str(collect)), "t", declared, collect=collect)
-        tables[collect] = pq.read_table(tmp_path / str(collect) / "t")
+    for collect, report in written.items():
+        write_table(df, str(report), "t", declared, collect=collect)
+        tables[collect] = pq.read_table(report / "t")
     assert tables[True].schema.remove_metadata() == tables[False].schema.remove_metadata()
     assert tables[True].to_pylist() == tables[False].to_pylist()
     assert tables[True].schema.field("ids").type.value_field.nullable is False  # Spark's type, not the declared one
-    assert sorted(read_table(spark, str(tmp_path / "True"), "t", declared).collect()) == sorted(df.collect())
-    write_table(df.limit(1), str(tmp_path / "False"), "t", declared, collect=True)
-    files = [p.name for p in (tmp_path / "False" / "t").iterdir() if not p.name.startswith(".")]  # Hadoop's .crc
+    assert sorted(read_table(spark, str(written[True]), "t", declared).collect()) == sorted(df.collect())
+    write_table(df.limit(1), str(written[False]), "t", declared, collect=True)  # over Spark's files
+    files = [p.name for p in (written[False] / "t").iterdir() if not p.name.startswith(".")]  # Hadoop's .crc
     assert files == [COLLECTED_FILE]
-    assert pq.read_table(tmp_path / "False" / "t").num_rows == 1
+    assert pq.read_table(written[False] / "t").num_rows == 1
