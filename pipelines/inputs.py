@@ -1,8 +1,8 @@
 """Is OUT a dissector output this version can analyze? Asked before any job runs: Spark reads an absent table as an
 empty one, so a wrong folder would otherwise give an empty report and exit 0.
 
-`check_local` answers for local paths before a JVM starts (pyarrow reads the frames table's schema); `check_inputs`
-asks Hadoop FS and Spark, so it holds for URIs too. Both say the same things.
+`check_local` answers for local paths before a JVM starts (pyarrow reads the frames table's schema), and again in a run
+(`report.run`); `check_inputs` asks Hadoop FS and Spark, for the URIs of other file systems. Both say the same things.
 """
 
 from __future__ import annotations

@@ -33,11 +33,12 @@ from pyspark.sql import DataFrame, SparkSession
 
 from kafkatap.dissect.tables.schema import ANOMALIES, BATCHES, CONNECTIONS, FRAMES, RECORDS, SHARE
 from kafkatap.pipelines import class_archive, schema
-from kafkatap.pipelines.inputs import check_inputs
+from kafkatap.pipelines.inputs import check_inputs, check_local, local_path
 from kafkatap.pipelines.intermediates import an_input, keep, kept_in_memory, once_per_run, one_partition, partitioned
 from kafkatap.pipelines.launch import wind_down_deadline
 from kafkatap.pipelines.storage import (
-    conform, delete, exists, join_uri, read_table, size_bytes, window_interval, write_json, write_table
+    conform, delete, exists, join_uri, read_local_table, read_table, size_bytes, window_interval, write_json,
+    write_table,
 )
 from kafkatap.pipelines.transforms import throughput
 from kafkatap.pipelines.transforms.conflicts import ownership_conflicts
@@ -76,11 +77,13 @@ class Inputs:
 def read_inputs(spark: SparkSession, out: str) -> Inputs:
     has_records = exists(spark, join_uri(out, "records"))
     size = size_bytes(spark, out)
-    one = one_partition(size)
+    one, local = one_partition(size), local_path(out)
 
     def read(name: str, sch: pa.Schema) -> DataFrame:
-        df = read_table(spark, out, name, sch)
-        return an_input(keep(df, one) if kept_in_memory(size) else partitioned(df, one))
+        if kept_in_memory(size):
+            df = read_local_table(spark, local, name, sch) if local else read_table(spark, out, name, sch)
+            return an_input(keep(df, one))
+        return an_input(partitioned(read_table(spark, out, name, sch), one))
 
     frames = read("frames", FRAMES)
     followers = replica_connections(frames)  # their fetched data is replication: marked once for every analysis
@@ -302,11 +305,15 @@ def run(spark: SparkSession, out: str, report: str, jobs: list[str], window: str
         on_job: Callable[[str, float], None] | None = None) -> dict:
     """Run `jobs`, with the jobs they need before them (`with_needs`; later jobs reuse earlier tables), then
     rewrite REPORT/summary.json; returns it.
-    `on_job(job, seconds)` hears of each job as it finishes. OUT must be a dissector output (`check_inputs`), and the
-    old summary.json goes first, so a run that fails part-way leaves no summary claiming a complete report."""
+    `on_job(job, seconds)` hears of each job as it finishes. OUT must be a dissector output (`check_local`,
+    `check_inputs`), and the old summary.json goes first, so a run that fails part-way leaves no summary claiming a
+    complete report."""
     window_interval(window)
     with wind_down_deadline():
-        check_inputs(spark, out)
+        if local_path(out) is None:
+            check_inputs(spark, out)
+        else:  # the same check, without Spark's read of the frames' schema (no small run reads Parquet in Spark)
+            check_local(out)
         delete(spark, join_uri(report, "summary.json"))
         inp = read_inputs(spark, out)
         with once_per_run(spark, inp.input_bytes):

@@ -6,9 +6,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from kafkatap.errors import CommandError
 from kafkatap.pipelines import schema
 from kafkatap.pipelines.filesystems import list_captures
-from kafkatap.pipelines.storage import COLLECTED_FILE, read_table, window_interval, write_table
+from kafkatap.pipelines.storage import COLLECTED_FILE, read_local_table, read_table, window_interval, write_table
 
 
 def test_window_interval():
@@ -55,3 +56,19 @@ def test_a_collected_table_is_the_table_spark_writes(spark, tmp_path):
     files = [p.name for p in (written[False] / "t").iterdir() if not p.name.startswith(".")]  # Hadoop's .crc
     assert files == [COLLECTED_FILE]
     assert pq.read_table(written[False] / "t").num_rows == 1
+
+
+@pytest.mark.spark
+def test_a_small_local_table_reads_as_spark_reads_it(spark, tmp_path):
+    """pyarrow's read of a small local input (`read_local_table`) gives Spark's read: the same schema (declared
+    columns, all nullable) and rows; an absent table is empty, and a damaged file one line naming the table."""
+    declared = pa.schema([pa.field("n", pa.int64(), nullable=False), ("note", pa.string())])
+    (tmp_path / "t").mkdir()
+    pq.write_table(pa.table({"n": [1, 2], "note": ["a", None], "extra": [0, 0]}), tmp_path / "t" / "part-0.parquet")
+    (tmp_path / "t" / "_SUCCESS").write_text("")
+    spark_read, ours = (read(spark, str(tmp_path), "t", declared) for read in (read_table, read_local_table))
+    assert ours.schema == spark_read.schema and sorted(ours.collect()) == sorted(spark_read.collect())
+    assert read_local_table(spark, str(tmp_path), "absent", declared).schema == ours.schema
+    (tmp_path / "t" / "part-0.parquet").write_bytes(b"PAR1 but not really")
+    with pytest.raises(CommandError, match=r"^cannot read the t table in .*: dissect the capture again$"):
+        read_local_table(spark, str(tmp_path), "t", declared)
