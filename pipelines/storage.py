@@ -1,7 +1,7 @@
 """Reading the dissector's tables and writing the report, through Spark and Hadoop FS only.
 
-Paths are URIs (file://, hdfs://, s3a://, or plain local paths): nothing here touches the driver's disk directly, so
-the same jobs run on a cluster. Every table is cast to its declared schema on the way in and out. A small run's tables
+Paths are URIs (file://, hdfs://, s3a://, or plain local paths): nothing here but `read_local_table` touches the
+driver's disk directly, so the same jobs run on a cluster. Every table is cast to its declared schema on the way in and out. A small run's tables
 are collected to the driver and written by pyarrow (`write_table`), still through Hadoop FS; a small input on this
 machine is read by pyarrow (`read_local_table`), so that a small run never sets up Spark's Parquet reader or writer.
 """
