@@ -21,7 +21,7 @@ from kafkatap.dissect.tables.schema import FRAMES
 from kafkatap.errors import CommandError
 from kafkatap.pipelines.failures import exception_text, java_reason
 from kafkatap.pipelines.intermediates import quick_jit
-from kafkatap.pipelines.storage import exists, join_uri
+from kafkatap.pipelines.storage import data_files, exists, join_uri, parquet_problem
 
 DISSECT_FIRST = "run `kafkatap dissect CAPTURE -o OUT` first, then analyze OUT"
 SHOWN_COLUMNS = 5
@@ -79,17 +79,14 @@ def check_local(out: str) -> None:
         raise CommandError(f"{out} is not a folder: give the folder `kafkatap dissect CAPTURE -o OUT` wrote")
 
     def columns(frames: str) -> set[str]:
-        # the first data file's schema, as Spark takes it (names starting with _ or . are not data)
-        folder = local_path(frames) or frames
-        files = sorted(os.path.join(root, name) for root, _, names in os.walk(folder)
-                       for name in names if not name.startswith(("_", ".")))
+        # the first data file's schema, as Spark takes it
+        files = data_files(local_path(frames) or frames)
         if not files:
             raise unreadable(frames, "it holds no Parquet file")
         try:
             return set(pq.read_schema(files[0]).names)
         except (pa.ArrowInvalid, OSError) as exc:
-            raise unreadable(frames, f"{files[0]} is not a Parquet file" if "magic bytes" in str(exc)
-                             else str(exc).splitlines()[0]) from exc
+            raise unreadable(frames, parquet_problem(files[0], exc)) from exc
 
     _check(out, lambda uri: os.path.exists(local_path(uri) or uri), columns)
 

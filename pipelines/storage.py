@@ -1,9 +1,10 @@
-"""Reading the dissector's tables and writing the report, through Spark and Hadoop FS only.
+"""Reading the dissector's tables and writing the report, through Spark and Hadoop FS.
 
 Paths are URIs (file://, hdfs://, s3a://, or plain local paths): nothing here but `read_local_table` touches the
-driver's disk directly, so the same jobs run on a cluster. Every table is cast to its declared schema on the way in and out. A small run's tables
-are collected to the driver and written by pyarrow (`write_table`), still through Hadoop FS; a small input on this
-machine is read by pyarrow (`read_local_table`), so that a small run never sets up Spark's Parquet reader or writer.
+driver's disk directly, so the same jobs run on a cluster. Every table is cast to its declared schema on the way in
+and out. A small run's tables are collected to the driver and written by pyarrow (`write_table`), still through Hadoop
+FS; a small input on this machine is read by pyarrow (`read_local_table`), so that a small run never sets up Spark's
+Parquet reader or writer.
 """
 
 from __future__ import annotations
@@ -97,23 +98,36 @@ COLLECTED_FILE = "part-00000.snappy.parquet"
 """The one file of a table `write_table` collected (Spark's own writes name theirs by task and job)."""
 
 
+def data_files(folder: str) -> list[str]:
+    """The data files of a table folder on this machine, as Spark takes them: every file under it whose name does not
+    start with _ or . (`_SUCCESS`, Hadoop's `.crc`, a write in progress)."""
+    return sorted(os.path.join(root, name) for root, _, names in os.walk(folder)
+                  for name in names if not name.startswith(("_", ".")))
+
+
+def parquet_problem(path: str, exc: Exception) -> str:
+    """What pyarrow's failure to read `path` means, in a few words."""
+    return f"{path} is not a Parquet file" if "magic bytes" in str(exc) else str(exc).splitlines()[0]
+
+
 def read_local_table(spark: SparkSession, folder: str, name: str, schema: pa.Schema) -> DataFrame:
     """`read_table` for a small table on this machine (a run over inputs kept as rows), read by pyarrow and handed to
     Spark as Arrow: a small run then sets up no Parquet scan in Spark at all (its tables are written by pyarrow too),
     which saved 0.5 s of a cold run of the bundled sample (docs/performance.md). As Spark reads it: with the declared
-    columns, every one nullable, from the files whose names do not start with _ or .; a damaged file is a
-    `CommandError` naming it."""
+    columns, every one nullable, from its `data_files`; a damaged file is a `CommandError` naming it."""
     path = os.path.join(folder, name)
     struct = spark_schema(schema)
     nullable = StructType([StructField(field.name, field.dataType, True, field.metadata) for field in struct])
     if not os.path.isdir(path):
         return spark.createDataFrame([], nullable)
-    files = sorted(os.path.join(path, f) for f in os.listdir(path) if not f.startswith(("_", ".")))
-    try:
-        rows = pa.concat_tables([pq.read_table(f, schema=schema) for f in files]) if files else schema.empty_table()
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise CommandError(f"cannot read the {name} table in {folder} ({str(exc).splitlines()[0]}): dissect the "
-                           "capture again") from exc
+    tables = []
+    for file in data_files(path):
+        try:
+            tables.append(pq.read_table(file, schema=schema))
+        except (pa.ArrowInvalid, OSError) as exc:
+            raise CommandError(f"cannot read the {name} table in {folder} ({parquet_problem(file, exc)}): dissect the "
+                               "capture again") from exc
+    rows = pa.concat_tables(tables) if tables else schema.empty_table()
     return spark.createDataFrame(rows, nullable)
 
 
