@@ -19,15 +19,14 @@ demo: $(BIN)/.installed system-packages
 	$(BIN)/kafkatap demo
 
 # Two test processes (pytest-xdist): a Spark test keeps about one core busy (its driver plans while the task waits),
-# so a second process fills the other core. A test file stays in one process (its module fixtures run once).
-PYTEST_ARGS ?= -n 2 --dist loadfile
-
-# The fault and fuzz tests then run again on the pure-Python dissector, in processes started as a user selects it.
-PURE_TESTS := tests/dissect/test_faults.py tests/dissect/test_fuzz.py tests/dissect/tls/test_fuzz.py
+# so a second process fills the other core. A test file stays in one process (its module fixtures run once), and the
+# files go out in the suite's order, the slow ones first (tests/conftest.py). The fault and fuzz tests run again on
+# the pure-Python dissector inside the suite, in a process started as a user selects it
+# (tests/dissect/test_pure_python_run.py).
+PYTEST_ARGS ?= -n 2 --dist loadfile --no-loadscope-reorder
 
 test: $(BIN)/.installed system-packages kafka
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
-	KAFKATAP_PURE_PYTHON=1 $(BIN)/python -m pytest -q $(PURE_TESTS)
 
 system-packages:
 	@missing=""; \

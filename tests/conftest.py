@@ -30,6 +30,15 @@ def pytest_sessionstart(session: pytest.Session) -> None:
                     "test the pure-Python dissector", returncode=pytest.ExitCode.USAGE_ERROR)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Test files with a `slow` test first, each file's tests in their order. `make test` hands whole files to its
+    two processes in this order (`--dist loadfile --no-loadscope-reorder`), so both start on the long files and the
+    many short ones fill the end: xdist's own order, the files with the most tests first, left the long files to the
+    end, and one process idle for the last 28 s of a fresh clone's run."""
+    slow = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow)
+
+
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> Iterator[None]:
     yield
