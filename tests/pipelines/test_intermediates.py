@@ -3,11 +3,13 @@ run before it."""
 
 from __future__ import annotations
 
+import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from kafkatap.pipelines import intermediates, schema
+from kafkatap.dissect.tables.schema import ANOMALIES, BATCHES, CONNECTIONS, FRAMES, RECORDS, SHARE
+from kafkatap.pipelines import intermediates, report, schema
 from kafkatap.pipelines.inputs import short_run
 from kafkatap.pipelines.intermediates import (
     KEPT_BYTES, ONE_PARTITION_BYTES, QUICK_JIT_BYTES, broadcast_small, clustered, intermediate, materialize,
@@ -20,6 +22,8 @@ pytestmark = pytest.mark.own_run
 
 calls: list[int] = []
 NO_INPUTS = Inputs(*[None] * 6, input_bytes=0)  # for stand-in jobs, which read no input
+INPUT_TABLES = {"frames": FRAMES, "batches": BATCHES, "records": RECORDS, "share": SHARE, "anomalies": ANOMALIES,
+                "connections": CONNECTIONS}
 
 
 @intermediate
@@ -113,6 +117,28 @@ def test_a_one_partition_run_needs_no_shuffle_and_restores_the_settings(spark) -
         spark.conf.set("spark.sql.shuffle.partitions", before["spark.sql.shuffle.partitions"] or "200")
     assert partitioned(df, False) is df
     assert run_conf(ONE_PARTITION_BYTES + 1) == {}  # a large input keeps Spark's own settings
+
+
+@pytest.mark.spark
+def test_a_runs_reads_and_first_query_have_the_runs_settings(spark, tmp_path, monkeypatch) -> None:
+    """`read_inputs` reads and asks for the followers with the settings of a run over its input, as the jobs then
+    run: with the session's own, the bundled sample's kept inputs and first query compiled their expressions. The
+    session's settings are back after it."""
+    for name, table in INPUT_TABLES.items():
+        (tmp_path / name).mkdir()
+        pq.write_table(table.empty_table(), tmp_path / name / "part-0.parquet")
+    seen: dict[str, str] = {}
+
+    def followers(frames: DataFrame) -> list[str]:
+        seen.update({key: spark.conf.get(key) for key in run_conf(0)})
+        return []
+
+    monkeypatch.setattr(report, "replica_connections", followers)
+    session = {"spark.sql.codegen.wholeStage": "true", "spark.sql.adaptive.enabled": "true"}
+    with session_settings(spark, session):
+        inp = report.read_inputs(spark, str(tmp_path))
+        assert {key: spark.conf.get(key) for key in session} == session
+    assert seen == run_conf(inp.input_bytes) and inp.records is not None and inp.frames.isEmpty()
 
 
 @pytest.mark.spark
