@@ -66,12 +66,35 @@ def interrupted(exc: BaseException) -> bool:
     return False
 
 
+MORE_MEMORY = 'PYSPARK_SUBMIT_ARGS="--driver-memory 4g pyspark-shell"'
+"""How a user gives the driver a larger heap than Spark's 1 GB, for the commands as for pyspark."""
+LOG_TAIL_BYTES = 64 << 10
+
+
+def out_of_memory(text: str, log: str | None) -> str | None:
+    """The out-of-memory error in a failure's text, or in the end of the log of a JVM that exited on one (started with
+    -XX:+ExitOnOutOfMemoryError, `spark.one_machine_settings`: py4j then sees only a closed connection); else None."""
+    tail = ""
+    if log and os.path.exists(log):
+        with open(log, "rb") as f:
+            f.seek(max(0, os.path.getsize(log) - LOG_TAIL_BYTES))
+            tail = f.read().decode(errors="replace")
+    for where in (text, tail):
+        match = re.search(r"(?:[\w$]+\.)*(\w*OutOfMemoryError: [^\n]*)", where)
+        if match:
+            return match.group(1).strip()[:MAX_REASON]
+    return None
+
+
 def explain(exc: BaseException, report: str, log: str | None) -> str:
     """The one line of a Spark failure while writing `report`."""
     text = exception_text(exc)
     if "No space left on device" in text:  # errors.no_space would call str(exc) again, which may need the JVM
         return (f"no space left on the device of {report}: free some, or write the report elsewhere (-o); "
                 f"{where_logged(log)}")
+    memory = out_of_memory(text, log)
+    if memory:
+        return f"Spark ran out of memory ({memory}): give its driver more, e.g. {MORE_MEMORY}; {where_logged(log)}"
     if isinstance(exc, (Py4JJavaError, CapturedException)):
         return f"Spark failed ({java_reason(text)}): {where_logged(log)}"
     return f"Spark stopped answering ({java_reason(text)}): {where_logged(log)}"

@@ -46,6 +46,12 @@ alone the JVM reserves 48 MB for compiled code instead of 240 MB; a 228k-frame c
 stopped compiling for the rest of it (`kafkatap analyze`: 48 s against 39 s with 240 MB), so it keeps the 240 MB."""
 
 
+EXIT_ON_OUT_OF_MEMORY = "-XX:+ExitOnOutOfMemoryError"
+"""A local driver whose heap ran out in one of Spark's own threads (its scheduler's message loop, not a task) went on
+without it, and the command waited for good for a job nothing would finish (1 GB of heap, a 14 MB input kept as rows
+in a trial); exited, it is a JVM that died, which the command tells in one line (`failures.out_of_memory`)."""
+
+
 def _loopback(host: str) -> bool:
     try:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
@@ -68,13 +74,14 @@ def one_machine_settings(short_run: bool, archive_options: str) -> dict[str, str
     print each job's progress themselves, and Spark's progress bars would overwrite those lines. The driver binds to
     loopback (no "hostname resolves to a loopback address" warning, nothing listening on other interfaces) and logs
     with the package's log4j2 configuration from its first line on; `archive_options` map the class archive
-    (`class_archive.java_options`). A short run's JVMs, the driver's and a standalone cluster's executors on
-    loopback, get the quick compiler only (`QUICK_JIT`)."""
+    (`class_archive.java_options`). The driver exits when its heap runs out (`EXIT_ON_OUT_OF_MEMORY`). A short
+    run's JVMs, the driver's and a standalone cluster's executors on loopback, get the quick compiler only
+    (`QUICK_JIT`)."""
     jit = QUICK_JIT if short_run else ""
     return {"spark.ui.showConsoleProgress": "false",
             "spark.driver.bindAddress": "127.0.0.1", "spark.driver.host": "127.0.0.1",
             "spark.driver.extraJavaOptions": " ".join(filter(None, [
-                f"-Dlog4j2.configurationFile={LOG4J2}", jit, archive_options])),
+                f"-Dlog4j2.configurationFile={LOG4J2}", EXIT_ON_OUT_OF_MEMORY, jit, archive_options])),
             **({"spark.executor.extraJavaOptions": jit} if jit else {})}
 
 

@@ -3,15 +3,19 @@ driver's Python on executors; and how a JVM's failures read."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
+import signal
 import subprocess
+import sys
 
 import pytest
 
 from kafkatap.errors import CommandError
-from kafkatap.pipelines.failures import spark_failures
+from kafkatap.pipelines.failures import MORE_MEMORY, spark_failures
 from kafkatap.pipelines.launch import find_java
-from kafkatap.pipelines.spark import QUICK_JIT, on_this_machine, one_machine_settings
+from kafkatap.pipelines.spark import EXIT_ON_OUT_OF_MEMORY, QUICK_JIT, on_this_machine, one_machine_settings
 
 
 @pytest.mark.parametrize("master", ["local", "local[2]", "local[*]", "spark://127.0.0.1:7077", "spark://localhost:7077",
@@ -63,3 +67,58 @@ def test_a_refused_connection_to_a_jvm_the_interrupt_stopped_is_the_interrupt():
         refused_after_interrupt()
     with pytest.raises(CommandError, match="Spark stopped answering"), spark_failures("REPORT", None):
         raise ConnectionRefusedError(111, "Connection refused")
+
+
+def test_a_driver_out_of_memory_exits_and_says_how_to_give_it_more(tmp_path):
+    """Every driver on this machine exits when its heap runs out: one that ran out in Spark's own message loop went on
+    without it, and the command waited for good. py4j then sees a closed connection only; the JVM's last line, in its
+    log, says why. A job that failed of it says so in its own text."""
+    for short_run in (True, False):
+        assert EXIT_ON_OUT_OF_MEMORY in one_machine_settings(short_run, "")["spark.driver.extraJavaOptions"].split()
+    log = tmp_path / "spark.log"
+    log.write_text("26/11/29 21:44:32 INFO Executor: Running task 0.0\n"
+                   "Terminating due to java.lang.OutOfMemoryError: Java heap space\n")
+    expected = (f"Spark ran out of memory (OutOfMemoryError: Java heap space): give its driver more, e.g. "
+                f"{MORE_MEMORY}; see Spark's log in {log}")
+    with pytest.raises(CommandError) as failed, spark_failures("REPORT", str(log)):
+        raise ConnectionRefusedError(111, "Connection refused")
+    assert str(failed.value) == expected
+    log.write_text("")
+    with pytest.raises(CommandError, match=r"^Spark ran out of memory \(SparkOutOfMemoryError: \[UNABLE"), \
+            spark_failures("REPORT", str(log)):
+        raise ConnectionRefusedError("org.apache.spark.memory.SparkOutOfMemoryError: [UNABLE_TO_ACQUIRE_MEMORY] 64 B")
+
+
+# A driver with Spark's smallest heap, handed 150 MB of rows to turn into one task: its scheduler's message loop runs
+# out of heap serializing the task (`Exception in thread "dispatcher-event-loop-1"`), and the job it was to run never
+# ends unless the JVM exits.
+HEAP_RUNS_OUT = """
+import sys
+import pyarrow as pa
+from kafkatap.errors import CommandError
+from kafkatap.pipelines.failures import spark_failures
+from kafkatap.pipelines.spark import get_spark
+try:
+    with spark_failures("REPORT", sys.argv[1]):
+        spark = get_spark("heap", "local[2]", log=sys.argv[1], short_run=True)
+        spark.createDataFrame(pa.table({"s": ["x" * 1000] * 150_000})).coalesce(1).localCheckpoint().count()
+except CommandError as failed:
+    sys.exit(str(failed))
+"""
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+@pytest.mark.skipif(find_java() is None, reason="no Java")
+def test_a_driver_whose_scheduler_runs_out_of_heap_ends_the_command(tmp_path):
+    log = tmp_path / "spark.log"
+    env = {**os.environ, "PYSPARK_SUBMIT_ARGS": "--driver-memory 512m pyspark-shell"}
+    proc = subprocess.Popen([sys.executable, "-c", HEAP_RUNS_OUT, str(log)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    try:
+        _, stderr = proc.communicate(timeout=120)  # about 5 s; without the JVM's exit, never
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)  # the JVM, if it is still up
+    assert proc.returncode == 1, stderr
+    assert stderr.startswith("Spark ran out of memory (OutOfMemoryError: Java heap space)"), stderr
