@@ -1,11 +1,11 @@
 """The jar of kafkatap's own JVM classes (`pipelines/*.java`): compiled once per Spark, loaded by every local session.
 
-Two classes, each Java because what it does is only open to JVM code: the planner extension (OneTaskShuffles.java,
-`planner_extension`) and the class linker the class archive's dump calls first (LoadedClasses.java,
-`class_archive`). They are compiled here, on first use, against the installed pyspark's jars (`javac` from the JDK
-`make` installs, or JAVA_HOME's), into the same cache as the class archives, and a local session loads the jar from
-there (`spark.jars`, which the driver's class archive does not depend on). Without a Java compiler a run is the same,
-only slower: one warning says so.
+Three classes, each Java because what it does is only open to JVM code: the planner extension (OneTaskShuffles.java,
+`planner_extension`), the class linker the class archive's dump calls first (LoadedClasses.java, `class_archive`) and
+the driver's class loader that remembers misses (ClassLookups.java, `class_lookups`). They are compiled here, on
+first use, against the installed pyspark's jars (`javac` from the JDK `make` installs, or JAVA_HOME's), into the same
+cache as the class archives, and a local session loads the jar from there (`spark.jars`, which the driver's class
+archive does not depend on). Without a Java compiler a run is the same, only slower: one warning says so.
 """
 
 from __future__ import annotations

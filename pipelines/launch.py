@@ -26,12 +26,13 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager, nullcontext, suppress
 
-from pyspark import SparkContext
+from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
 from kafkatap.errors import CommandError
+from kafkatap.pipelines import class_lookups
 from kafkatap.pipelines.failures import exception_text, java_reason, where_logged
 
 MASTER_TIMEOUT_S = 5.0
@@ -131,16 +132,21 @@ def start_failure(exc: BaseException, log: str | None) -> str:
     return java_reason(reason or exception_text(exc))
 
 
-def launch(builder: SparkSession.Builder, master: str | None, log: str | None) -> SparkSession:
-    """getOrCreate for a new JVM, writing to `log` (None: the terminal); a JVM that cannot start is one line."""
+def launch(builder: SparkSession.Builder, master: str | None, log: str | None,
+           conf: SparkConf | None = None) -> SparkSession:
+    """getOrCreate for a new JVM, writing to `log` (None: the terminal); a JVM that cannot start is one line. `conf`,
+    the builder's settings, when they load kafkatap's JVM classes (`jvm_jar`): the JVM then starts first, so that the
+    thread starting the SparkContext has `class_lookups`' loader before it does."""
     check_java()
     check_master(master)
     try:
-        if log is None:
-            return builder.getOrCreate()
-        with output_to(log):
+        with output_to(log) if log is not None else nullcontext():
+            if conf is not None:
+                SparkContext._ensure_initialized(conf=conf)  # what getOrCreate does first, with the same settings
+                class_lookups.starting()
             spark = builder.getOrCreate()
-        python_logging_to(log)
+        if log is not None:
+            python_logging_to(log)
         return spark
     except Exception as exc:  # noqa: BLE001 - the gateway's exit, a bad master URL, a JVM option Java refused
         raise CommandError(f"Spark did not start ({start_failure(exc, log)}): {where_logged(log)}") from exc

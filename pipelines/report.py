@@ -32,7 +32,7 @@ from pyspark import SparkContext
 from pyspark.sql import DataFrame, SparkSession
 
 from kafkatap.dissect.tables.schema import ANOMALIES, BATCHES, CONNECTIONS, FRAMES, RECORDS, SHARE
-from kafkatap.pipelines import class_archive, schema
+from kafkatap.pipelines import class_archive, class_lookups, schema
 from kafkatap.pipelines.inputs import check_inputs, check_local, local_path
 from kafkatap.pipelines.intermediates import (
     an_input, keep, kept_in_memory, once_per_run, one_partition, partitioned, run_conf, session_settings,
@@ -90,7 +90,8 @@ def read_inputs(spark: SparkSession, out: str) -> Inputs:
     # The settings of a run over this input hold for its reads and first query too (on the bundled sample, that
     # query interpreted instead of compiled: the reads 1.3 -> 1.05 s). That query is the followers': slow on a new JVM,
     # so the other tables are read beside it.
-    with session_settings(spark, run_conf(size)), ThreadPoolExecutor(1, thread_name_prefix="kafkatap-read") as pool:
+    with session_settings(spark, run_conf(size)), ThreadPoolExecutor(
+            1, thread_name_prefix="kafkatap-read", initializer=class_lookups.on_this_thread) as pool:
         frames = read("frames", FRAMES)
         asked = pool.submit(replica_connections, frames)
         batches = read("batches", BATCHES)
@@ -288,7 +289,8 @@ def _run_jobs(spark: SparkSession, report: str, inp: Inputs, jobs: list[str], wi
     pending, done, finished = with_needs(jobs), {}, set()
     running: dict[Future, tuple[str, float]] = {}
     stop, at_a_time = threading.Event(), jobs_at_a_time(inp)
-    with ThreadPoolExecutor(at_a_time, thread_name_prefix="kafkatap-job") as pool:
+    with ThreadPoolExecutor(at_a_time, thread_name_prefix="kafkatap-job",
+                            initializer=class_lookups.on_this_thread) as pool:
         try:
             while pending or running:
                 for job in [j for j in pending if finished.issuperset(JOBS[j].needs)][:at_a_time - len(running)]:

@@ -8,6 +8,7 @@ import sys
 import warnings
 from pathlib import Path
 
+from pyspark import SparkConf
 from pyspark.sql import SparkSession
 
 from kafkatap.pipelines import class_archive, planner_extension
@@ -91,21 +92,18 @@ def get_spark(app: str, master: str | None = None, shuffle_partitions: int | Non
     `log`, the file a JVM started here writes its output to (None: the terminal), and `short_run` (a small input,
     `inputs.short_run`: its JVMs on this machine then compile with C1 only, `QUICK_JIT`). A JVM that cannot start (no
     Java, no master) is a `CommandError`. A session on a cluster gets the package shipped to its executors (`ship`);
-    one whose JVM starts here on this machine loads the planner extension (`planner_extension`). The JVM's classes and
+    one whose JVM starts here on this machine loads kafkatap's JVM classes: the planner extension
+    (`planner_extension`) and the driver's class loader that remembers misses (`class_lookups`). The JVM's classes and
     static methods PySpark names are looked up once (`jvm_names`)."""
-    builder = SparkSession.builder.appName(app)
-    if master:
-        builder = builder.master(master)
-    for key, value in {**SETTINGS, **STARTUP_SETTINGS}.items():
-        builder = builder.config(key, value)
+    options = {"spark.app.name": app, **({"spark.master": master} if master else {}), **SETTINGS, **STARTUP_SETTINGS}
     one_machine = on_this_machine(master)
     launched = starts_jvm()  # not so under spark-submit: its JVM has its class path, jars and extensions already
+    ours = {}  # what loads kafkatap's JVM classes
     if one_machine:
-        settings = one_machine_settings(short_run, class_archive.java_options() if launched else "")
+        options |= one_machine_settings(short_run, class_archive.java_options() if launched else "")
         if launched:
-            settings |= planner_extension.session_settings()
-        for key, value in settings.items():
-            builder = builder.config(key, value)
+            ours = planner_extension.session_settings()
+            options |= ours
         # Its Python workers run the driver's Python (PySpark's default, `python3` on the PATH, may be one without
         # pyspark or kafkatap).
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -115,8 +113,10 @@ def get_spark(app: str, master: str | None = None, shuffle_partitions: int | Non
         # tiny tasks here).
         shuffle_partitions = 8
     if shuffle_partitions:
-        builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
-    spark = launch(builder, master, log) if launched else builder.getOrCreate()
+        options["spark.sql.shuffle.partitions"] = str(shuffle_partitions)
+    conf = SparkConf(loadDefaults=False).setAll(options.items())
+    builder = SparkSession.builder.config(conf=conf)
+    spark = launch(builder, master, log, conf if ours else None) if launched else builder.getOrCreate()
     remember_names(spark.sparkContext._jvm)
     if one_machine:
         spark.sparkContext.setLogLevel("ERROR")  # WARNs about plan sizes and native libraries mean nothing to a user
