@@ -98,7 +98,7 @@ def get_spark(app: str, master: str | None = None, shuffle_partitions: int | Non
     options = {"spark.app.name": app, **({"spark.master": master} if master else {}), **SETTINGS, **STARTUP_SETTINGS}
     one_machine = on_this_machine(master)
     launched = starts_jvm()  # not so under spark-submit: its JVM has its class path, jars and extensions already
-    ours = {}  # what loads kafkatap's JVM classes
+    ours: dict[str, str] = {}  # the settings that load kafkatap's JVM classes, when they do
     if one_machine:
         options |= one_machine_settings(short_run, class_archive.java_options() if launched else "")
         if launched:
