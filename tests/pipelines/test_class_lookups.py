@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 
 import pytest
 
@@ -15,7 +16,7 @@ from kafkatap.pipelines.launch import find_java
 pytestmark = pytest.mark.skipif(find_java("javac") is None, reason="no Java compiler: no kafkatap JVM classes")
 
 
-def _java_error(call) -> str:
+def _java_error(call: Callable[[], object]) -> str:
     """The class of the Java exception `call` raised."""
     from py4j.protocol import Py4JJavaError
 
