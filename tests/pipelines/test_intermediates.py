@@ -8,7 +8,7 @@ import pytest
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from kafkatap.dissect.tables.schema import ANOMALIES, BATCHES, CONNECTIONS, FRAMES, RECORDS, SHARE
+from kafkatap.dissect.tables import schema as dissected
 from kafkatap.pipelines import intermediates, report, schema
 from kafkatap.pipelines.inputs import short_run
 from kafkatap.pipelines.intermediates import (
@@ -22,8 +22,6 @@ pytestmark = pytest.mark.own_run
 
 calls: list[int] = []
 NO_INPUTS = Inputs(*[None] * 6, input_bytes=0)  # for stand-in jobs, which read no input
-INPUT_TABLES = {"frames": FRAMES, "batches": BATCHES, "records": RECORDS, "share": SHARE, "anomalies": ANOMALIES,
-                "connections": CONNECTIONS}
 
 
 @intermediate
@@ -124,7 +122,7 @@ def test_a_runs_reads_and_first_query_have_the_runs_settings(spark, tmp_path, mo
     """`read_inputs` reads and asks for the followers with the settings of a run over its input, as the jobs then
     run: with the session's own, the bundled sample's kept inputs and first query compiled their expressions. The
     session's settings are back after it."""
-    for name, table in INPUT_TABLES.items():
+    for name, table in dissected.TABLES.items():
         (tmp_path / name).mkdir()
         pq.write_table(table.empty_table(), tmp_path / name / "part-0.parquet")
     seen: dict[str, str] = {}
