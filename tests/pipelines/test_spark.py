@@ -15,7 +15,8 @@ import pytest
 from kafkatap.errors import CommandError
 from kafkatap.pipelines.failures import MORE_MEMORY, spark_failures
 from kafkatap.pipelines.launch import find_java
-from kafkatap.pipelines.spark import EXIT_ON_OUT_OF_MEMORY, QUICK_JIT, on_this_machine, one_machine_settings
+from kafkatap.pipelines.spark import (EXIT_ON_OUT_OF_MEMORY, QUICK_JIT, THROUGHPUT_GC, on_this_machine,
+                                      one_machine_settings)
 
 
 @pytest.mark.parametrize("master", ["local", "local[2]", "local[*]", "spark://127.0.0.1:7077", "spark://localhost:7077",
@@ -30,21 +31,26 @@ def test_other_masters_are_a_cluster(master):
     assert not on_this_machine(master)
 
 
-def test_a_short_run_starts_every_jvm_on_this_machine_with_the_quick_compiler_only():
-    """The driver's and a loopback cluster's executors (the cluster tests'): C2 compiling Spark's code costs a small
-    input's run more CPU than it saves; a large input keeps both compilers."""
+def test_a_short_run_starts_every_jvm_on_this_machine_with_the_quick_compiler_and_the_throughput_collector():
+    """The driver's and a loopback cluster's executors (the cluster tests'): C2 compiling Spark's code, and G1's work
+    beside the run, cost a small input's run more CPU than they save; a large input keeps both compilers and G1."""
     short = one_machine_settings(True, "-XX:SharedArchiveFile=A")
-    assert set(QUICK_JIT.split()) <= set(short["spark.driver.extraJavaOptions"].split())
-    assert "-XX:SharedArchiveFile=A" in short["spark.driver.extraJavaOptions"].split()
-    assert short["spark.executor.extraJavaOptions"] == QUICK_JIT
+    driver = short["spark.driver.extraJavaOptions"].split()
+    assert {*QUICK_JIT.split(), THROUGHPUT_GC, "-XX:SharedArchiveFile=A"} <= set(driver)
+    assert short["spark.executor.extraJavaOptions"].split() == [*QUICK_JIT.split(), THROUGHPUT_GC]
     long = one_machine_settings(False, "")
-    assert QUICK_JIT not in long["spark.driver.extraJavaOptions"] and "spark.executor.extraJavaOptions" not in long
+    assert not {*QUICK_JIT.split(), THROUGHPUT_GC} & set(long["spark.driver.extraJavaOptions"].split())
+    assert "spark.executor.extraJavaOptions" not in long
+
+
+def _flags(*options: str) -> str:
+    """The JVM's final flags with these options (`-XX:+PrintFlagsFinal`)."""
+    return subprocess.run([find_java(), *options, "-XX:+PrintFlagsFinal", "-version"], capture_output=True,
+                          text=True, check=True).stdout
 
 
 def _code_cache_bytes(*options: str) -> int:
-    flags = subprocess.run([find_java(), *options, "-XX:+PrintFlagsFinal", "-version"], capture_output=True,
-                           text=True, check=True).stdout
-    return int(re.search(r"ReservedCodeCacheSize\s+=\s+(\d+)", flags).group(1))
+    return int(re.search(r"ReservedCodeCacheSize\s+=\s+(\d+)", _flags(*options)).group(1))
 
 
 @pytest.mark.skipif(find_java() is None, reason="no Java")
@@ -52,6 +58,16 @@ def test_the_quick_compiler_keeps_the_code_cache_of_both():
     """Alone, the quick compiler gets a 48 MB code cache: a 228k-frame capture's run filled it, and the JVM then
     stopped compiling for the rest of the run (48 s against 39 s)."""
     assert _code_cache_bytes(*QUICK_JIT.split()) >= _code_cache_bytes()
+
+
+@pytest.mark.skipif(find_java() is None, reason="no Java")
+def test_a_short_runs_jvm_collects_with_the_throughput_collector_not_g1():
+    """The option is one this JVM takes (a misspelt -XX flag stops the JVM; a flag another one overrode would gain
+    nothing), and it replaces the default."""
+    chosen = {flag: re.search(rf"\b{flag}\s+= (\w+)", _flags(*QUICK_JIT.split(), THROUGHPUT_GC)).group(1)
+              for flag in ("UseParallelGC", "UseG1GC")}
+    assert chosen == {"UseParallelGC": "true", "UseG1GC": "false"}
+    assert re.search(r"\bUseG1GC\s+= true", _flags())  # the default it replaces
 
 
 def test_a_refused_connection_to_a_jvm_the_interrupt_stopped_is_the_interrupt():
