@@ -53,7 +53,7 @@ and short pauses: it does part of its work beside the application (remembered se
 write barriers cost every reference store of Spark's planner and tasks. A short run on two cores wants the least CPU
 in all and does not mind its pauses: the bundled sample 14.6 against 15.5 s, a 228k-frame capture 21.4 against 23.6
 s (docs/performance.md, "The throughput collector for a short run"). A long run keeps the default: at 1 M frames it
-gained 2-3%, and nobody has measured its pauses over the gigabytes of a 10 M-frame run's heap."""
+gained 2-3%, and its full collections over the gigabytes of a 10 M-frame run's heap are not measured yet."""
 
 
 EXIT_ON_OUT_OF_MEMORY = "-XX:+ExitOnOutOfMemoryError"
@@ -100,11 +100,10 @@ def get_spark(app: str, master: str | None = None, shuffle_partitions: int | Non
     """Reuse the running session (spark-submit, tests) or start one; `master` only applies to a new one, and so do
     `log`, the file a JVM started here writes its output to (None: the terminal), and `short_run` (a small input,
     `inputs.short_run`: its JVMs on this machine then compile with C1 only, `QUICK_JIT`, and collect with
-    `THROUGHPUT_GC`). A JVM that cannot start (no
-    Java, no master) is a `CommandError`. A session on a cluster gets the package shipped to its executors (`ship`);
-    one whose JVM starts here on this machine loads kafkatap's JVM classes: the planner extension
-    (`planner_extension`) and the driver's class loader that remembers misses (`class_lookups`). The JVM's classes and
-    static methods PySpark names are looked up once (`jvm_names`)."""
+    `THROUGHPUT_GC`). A JVM that cannot start (no Java, no master) is a `CommandError`. A session on a cluster gets
+    the package shipped to its executors (`ship`); one whose JVM starts here on this machine loads kafkatap's JVM
+    classes: the planner extension (`planner_extension`) and the driver's class loader that remembers misses
+    (`class_lookups`). The JVM's classes and static methods PySpark names are looked up once (`jvm_names`)."""
     options = {"spark.app.name": app, **({"spark.master": master} if master else {}), **SETTINGS, **STARTUP_SETTINGS}
     one_machine = on_this_machine(master)
     launched = starts_jvm()  # not so under spark-submit: its JVM has its class path, jars and extensions already

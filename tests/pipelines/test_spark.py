@@ -63,11 +63,10 @@ def test_the_quick_compiler_keeps_the_code_cache_of_both():
 @pytest.mark.skipif(find_java() is None, reason="no Java")
 def test_a_short_runs_jvm_collects_with_the_throughput_collector_not_g1():
     """The option is one this JVM takes (a misspelt -XX flag stops the JVM; a flag another one overrode would gain
-    nothing), and it replaces the default."""
+    nothing), and G1, the default on a machine of two cores or more, is off."""
     chosen = {flag: re.search(rf"\b{flag}\s+= (\w+)", _flags(*QUICK_JIT.split(), THROUGHPUT_GC)).group(1)
               for flag in ("UseParallelGC", "UseG1GC")}
     assert chosen == {"UseParallelGC": "true", "UseG1GC": "false"}
-    assert re.search(r"\bUseG1GC\s+= true", _flags())  # the default it replaces
 
 
 def test_a_refused_connection_to_a_jvm_the_interrupt_stopped_is_the_interrupt():
