@@ -48,12 +48,12 @@ stopped compiling for the rest of it (`kafkatap analyze`: 48 s against 39 s with
 
 
 THROUGHPUT_GC = "-XX:+UseParallelGC"
-"""The throughput collector for a short run's JVMs, in place of JDK 17's default (G1). G1 is built for large heaps
-and short pauses: it does part of its work beside the application (remembered sets, concurrent refinement) and its
-write barriers cost every reference store of Spark's planner and tasks. A short run on two cores wants the least CPU
-in all and does not mind its pauses: the bundled sample 14.6 against 15.5 s, a 228k-frame capture 21.4 against 23.6
-s (docs/performance.md, "The throughput collector for a short run"). A long run keeps the default: at 1 M frames it
-gained 2-3%, and its full collections over the gigabytes of a 10 M-frame run's heap are not measured yet."""
+"""The throughput collector for every JVM a session on this machine starts, in place of JDK 17's default (G1). G1 is
+built for short pauses over large heaps: it does part of its work beside the application (remembered sets, concurrent
+refinement) and its write barriers cost every reference store of Spark's planner and tasks. A batch run on a few cores
+wants the least CPU in all and does not mind its pauses: the bundled sample 14.6 against 15.5 s, a 228k-frame capture
+21.4 against 23.6 s, every job at 10 M generated frames 311 against 333 s (docs/performance.md, "The throughput
+collector")."""
 
 
 EXIT_ON_OUT_OF_MEMORY = "-XX:+ExitOnOutOfMemoryError"
@@ -84,26 +84,26 @@ def one_machine_settings(short_run: bool, archive_options: str) -> dict[str, str
     print each job's progress themselves, and Spark's progress bars would overwrite those lines. The driver binds to
     loopback (no "hostname resolves to a loopback address" warning, nothing listening on other interfaces) and logs
     with the package's log4j2 configuration from its first line on; `archive_options` map the class archive
-    (`class_archive.java_options`). The driver exits when its heap runs out (`EXIT_ON_OUT_OF_MEMORY`). A short
-    run's JVMs, the driver's and a standalone cluster's executors on loopback, get the quick compiler only
-    (`QUICK_JIT`) and the throughput collector (`THROUGHPUT_GC`)."""
-    short = f"{QUICK_JIT} {THROUGHPUT_GC}" if short_run else ""
+    (`class_archive.java_options`). The driver exits when its heap runs out (`EXIT_ON_OUT_OF_MEMORY`). Its JVMs,
+    the driver's and a standalone cluster's executors on loopback, collect with the throughput collector
+    (`THROUGHPUT_GC`), and a short run's compile with the quick compiler only (`QUICK_JIT`)."""
+    jvm = " ".join(filter(None, [QUICK_JIT if short_run else "", THROUGHPUT_GC]))
     return {"spark.ui.showConsoleProgress": "false",
             "spark.driver.bindAddress": "127.0.0.1", "spark.driver.host": "127.0.0.1",
             "spark.driver.extraJavaOptions": " ".join(filter(None, [
-                f"-Dlog4j2.configurationFile={LOG4J2}", EXIT_ON_OUT_OF_MEMORY, short, archive_options])),
-            **({"spark.executor.extraJavaOptions": short} if short else {})}
+                f"-Dlog4j2.configurationFile={LOG4J2}", EXIT_ON_OUT_OF_MEMORY, jvm, archive_options])),
+            "spark.executor.extraJavaOptions": jvm}
 
 
 def get_spark(app: str, master: str | None = None, shuffle_partitions: int | None = None,
               log: str | None = None, short_run: bool = False) -> SparkSession:
     """Reuse the running session (spark-submit, tests) or start one; `master` only applies to a new one, and so do
     `log`, the file a JVM started here writes its output to (None: the terminal), and `short_run` (a small input,
-    `inputs.short_run`: its JVMs on this machine then compile with C1 only, `QUICK_JIT`, and collect with
-    `THROUGHPUT_GC`). A JVM that cannot start (no Java, no master) is a `CommandError`. A session on a cluster gets
-    the package shipped to its executors (`ship`); one whose JVM starts here on this machine loads kafkatap's JVM
-    classes: the planner extension (`planner_extension`) and the driver's class loader that remembers misses
-    (`class_lookups`). The JVM's classes and static methods PySpark names are looked up once (`jvm_names`)."""
+    `inputs.short_run`: its JVMs on this machine then compile with C1 only, `QUICK_JIT`). A JVM that cannot start (no
+    Java, no master) is a `CommandError`. A session on a cluster gets the package shipped to its executors (`ship`);
+    one whose JVM starts here on this machine loads kafkatap's JVM classes: the planner extension
+    (`planner_extension`) and the driver's class loader that remembers misses (`class_lookups`). The JVM's classes and
+    static methods PySpark names are looked up once (`jvm_names`)."""
     options = {"spark.app.name": app, **({"spark.master": master} if master else {}), **SETTINGS, **STARTUP_SETTINGS}
     one_machine = on_this_machine(master)
     launched = starts_jvm()  # not so under spark-submit: its JVM has its class path, jars and extensions already

@@ -54,7 +54,7 @@ def spark() -> Iterator["pyspark.sql.SparkSession"]:  # noqa: F821 - pyspark imp
     Both of the JVM's compilers, unlike a short run's quick one only (`spark.QUICK_JIT`): this JVM plans queries for
     the whole test process, long enough for the optimizing compiler's code of Spark's planner to pay back its
     compiling (measured in docs/performance.md, "Both compilers for the tests' session"); the throughput collector
-    of a short run (`spark.THROUGHPUT_GC`) all the same: test_fenced and test_duplicates took 125 s with it against
+    of every JVM the commands start (`spark.THROUGHPUT_GC`): test_fenced and test_duplicates took 125 s with it against
     128 s with G1, alternating.
     2 GB of driver heap: the pipelines' query plans are large (many windows and unions) and every test keeps adding
     to the same JVM. 2 MB memory pages: Spark sizes a page from the heap and the cores (32 MB here) and each hash
