@@ -87,7 +87,7 @@ def one_machine_settings(short_run: bool, archive_options: str) -> dict[str, str
     (`class_archive.java_options`). The driver exits when its heap runs out (`EXIT_ON_OUT_OF_MEMORY`). Its JVMs,
     the driver's and a standalone cluster's executors on loopback, collect with the throughput collector
     (`THROUGHPUT_GC`), and a short run's compile with the quick compiler only (`QUICK_JIT`)."""
-    jvm = " ".join(filter(None, [QUICK_JIT if short_run else "", THROUGHPUT_GC]))
+    jvm = f"{QUICK_JIT} {THROUGHPUT_GC}" if short_run else THROUGHPUT_GC
     return {"spark.ui.showConsoleProgress": "false",
             "spark.driver.bindAddress": "127.0.0.1", "spark.driver.host": "127.0.0.1",
             "spark.driver.extraJavaOptions": " ".join(filter(None, [
