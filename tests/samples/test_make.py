@@ -6,6 +6,7 @@ import shutil
 
 import pytest
 
+from kafkatap.samples.make import MAX_CAPTURE_BYTES
 from kafkatap.samples.truth import duplicate_ranges, offset_ranges, validate
 
 
@@ -87,7 +88,7 @@ def test_make_kafka44_consumer_group_from_scratch(tmp_path) -> None:
     assert any(e["what"] == "exception" and e["exception"] == "CommitFailedException" for e in doc["events"])
     assert doc["duplicate_records"].get("consumer_group", 0) > 0
     assert sum(p["records"] for p in doc["produced"]) == 76
-    assert (tmp_path / "kafka44_consumer_group.pcapng").stat().st_size < 2_000_000
+    assert (tmp_path / "kafka44_consumer_group.pcapng").stat().st_size < MAX_CAPTURE_BYTES
     assert port_is_free(SPEC.kafka_port)
 
 
@@ -139,7 +140,7 @@ def test_make_kafka44_share_group_from_scratch(tmp_path) -> None:
     configs = [e["configs"] for e in doc["events"] if e["what"] == "group_configs"]
     assert configs and configs[0]["share.delivery.count.limit"] == str(DELIVERY_LIMIT)
     assert not [e for e in doc["events"] if e["what"] == "exception"]
-    assert (tmp_path / "kafka44_share_group.pcapng").stat().st_size < 2_000_000
+    assert (tmp_path / "kafka44_share_group.pcapng").stat().st_size < MAX_CAPTURE_BYTES
     assert port_is_free(SPEC.kafka_port)
 
 
@@ -169,7 +170,7 @@ def test_make_kafka44_cluster_restart_from_scratch(tmp_path) -> None:
     consumed = {(c["partition"], *c["offsets"][0]) for c in doc["consumed"] if len(c["offsets"]) == 1}
     assert produced == consumed and doc["duplicate_deliveries"] == []
     assert doc["producer_metrics"]["kt-load"]["record_error_total"] == 0
-    assert (tmp_path / "kafka44_cluster_restart.pcapng").stat().st_size < 2_000_000
+    assert (tmp_path / "kafka44_cluster_restart.pcapng").stat().st_size < MAX_CAPTURE_BYTES
     assert all(port_is_free(p) for p in ports)
 
 
@@ -211,5 +212,5 @@ def test_make_kafka44_streams_group_from_scratch(tmp_path) -> None:
     assert len(processed) == sum(p["records"] for p in doc["produced"] if p["client_id"] == "kt-producer") == 75
     assert sum(p["records"] for p in doc["produced"] if p["topic"] == "clicks-upper") == 75  # each written once
     assert doc["requests"]["by_client"]["kt-st-2-StreamThread-1-consumer"]["StreamsGroupHeartbeat"] > 0
-    assert (tmp_path / "kafka44_streams_group.pcapng").stat().st_size < 2_000_000
+    assert (tmp_path / "kafka44_streams_group.pcapng").stat().st_size < MAX_CAPTURE_BYTES
     assert port_is_free(SPEC.kafka_port)

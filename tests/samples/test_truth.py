@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from kafkatap.samples import available, capture_path, load_truth
+from kafkatap.samples.make import MAX_CAPTURE_BYTES
 from kafkatap.samples.truth import API_KEYS, API_NAMES, request_bounds, validate
 
 SAMPLES = available()
@@ -27,7 +28,7 @@ def test_truth_is_well_formed(name: str) -> None:
     assert validate(truth) == []
     assert truth["sample"] == name
     assert truth["capture"] == capture_path(name).name
-    assert capture_path(name).stat().st_size < 2_000_000
+    assert capture_path(name).stat().st_size < MAX_CAPTURE_BYTES
     assert truth["broker_ports"] and all(19000 <= p < 20000 or p > 32767 for p in truth["broker_ports"])
     assert truth["requests"]["by_api"] == dict(sum((Counter(v) for v in truth["requests"]["by_client"].values()),
                                                    Counter()))
