@@ -52,6 +52,11 @@ compiler's work is about the same on any input (it compiles Spark's own planner 
 over enough rows. `kafkatap analyze`, one run each way, quiet machine: the 215k-frame chatty capture (13 MB) 44 s
 with the quick compiler only against 55 s with both (the JVM's CPU 72 against 112 s, 35 s of it the optimizing
 compiler's thread); 1,043,908 generated frames (67 MB) 144 s against 131 s."""
+EMPTIED_BYTES = 2 << 20
+"""Inputs over this size ask whether an intermediate that large plans are built on has a row (`emptied`): one Spark job
+each, worth it where the rows are many. The consumer duplicates' runs of the 228k-frame chatty capture, which has none,
+`analyze_bench --runs 4` alternating: 23.7 s and 41.7 CPU s against 25.4 s and 44.4 (faster in 4 of 4); on the
+bundled sample, which has runs, the job only cost (17.2 against 17.0 s, slower in 5 of 6)."""
 BROADCAST_ROWS = 250_000
 """Materialized rows up to this many are broadcast to a join (`broadcast_small`): at the width of the consumer
 duplicates' runs (about 110 bytes a row as Spark's rows), about 30 MB, which every executor holds once."""
@@ -92,6 +97,11 @@ def interpreted(input_bytes: int) -> bool:
     return input_bytes <= INTERPRETED_BYTES
 
 
+def asks_empty(input_bytes: int) -> bool:
+    """Whether a run over `input_bytes` of input asks whether its large intermediates have rows (`EMPTIED_BYTES`)."""
+    return input_bytes > EMPTIED_BYTES
+
+
 def kept_in_memory(input_bytes: int) -> bool:
     """Whether a run over `input_bytes` of input keeps its inputs and written tables as rows (`KEPT_BYTES`)."""
     return input_bytes <= KEPT_BYTES
@@ -123,6 +133,7 @@ class _Kept:
 @dataclass
 class _Run:
     one_partition: bool
+    asks_empty: bool
     kept: dict[tuple[str, tuple[int, ...]], _Kept] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)  # guards `kept` (jobs run in threads)
     asked: dict[tuple[str, int], tuple[DataFrame, object]] = field(default_factory=dict)  # `_asked`, by input
@@ -142,7 +153,7 @@ def once_per_run(spark: SparkSession, input_bytes: int) -> Iterator[None]:
         yield
         return
     with session_settings(spark, run_conf(input_bytes)):
-        token = _RUN.set(_Run(one_partition(input_bytes)))
+        token = _RUN.set(_Run(one_partition(input_bytes), asks_empty(input_bytes)))
         try:
             yield
         finally:
@@ -231,6 +242,17 @@ def materialize(df: DataFrame) -> DataFrame:
     """`df` kept (`keep`), as one partition inside a one-partition run."""
     run = _RUN.get()
     return keep(df, run is not None and run.one_partition)
+
+
+def emptied(df: DataFrame) -> DataFrame:
+    """A kept `df` itself, or, when it has no row, `df` known empty to the plans that read it, so that Spark's optimizer
+    removes the joins and windows built on it instead of running them over their other inputs. One Spark job, that
+    computes the kept rows its readers would compute anyway; so only on inputs large enough to pay for it
+    (`EMPTIED_BYTES`). Outside a run, `df` itself."""
+    run = _RUN.get()
+    if run is None or not run.asks_empty:
+        return df
+    return df.limit(0) if df.isEmpty() else df
 
 
 def broadcast_small(df: DataFrame) -> DataFrame:

@@ -331,6 +331,24 @@ def test_frames_of_apis_the_input_lacks_are_planned_as_empty_through_kept_interm
         assert not known_empty(or_empty(frames))
 
 
+def test_a_kept_intermediate_without_rows_prunes_the_plans_built_on_it_in_a_large_run_only(spark) -> None:
+    """`emptied` asks (one job) whether kept rows exist, on inputs over EMPTIED_BYTES: without rows, a join built on
+    them is planned as empty, its other side never read; with rows, or in a small run or outside one, unchanged."""
+    from kafkatap.pipelines.intermediates import EMPTIED_BYTES, emptied, known_empty
+
+    other = spark.range(5).withColumnRenamed("id", "k")
+    none, some = (spark.range(n).withColumnRenamed("id", "k").where(F.col("k") < 3) for n in (0, 5))
+    assert not known_empty(emptied(none).join(other, "k"))  # outside a run: not asked
+    for input_bytes in (EMPTIED_BYTES, 0):  # a small run: not asked
+        with once_per_run(spark, input_bytes):
+            assert not known_empty(emptied(materialize(none)).join(other, "k"))
+    with once_per_run(spark, EMPTIED_BYTES + 1):
+        assert known_empty(emptied(materialize(none)).join(other, "k"))
+        kept = emptied(materialize(some))
+        assert not known_empty(kept.join(other, "k")) and sorted(r.k for r in kept.join(other, "k").collect()) == [
+            0, 1, 2]
+
+
 @pytest.mark.spark
 def test_a_table_planned_as_empty_is_written_with_the_types_of_one_that_is_not(spark, tmp_path) -> None:
     """An emptied plan's output keeps the declared types' casts Spark's optimizer drops from any other plan (an

@@ -10,7 +10,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
-from kafkatap.pipelines.intermediates import broadcast_small, materialize
+from kafkatap.pipelines.intermediates import broadcast_small, emptied, materialize
 from kafkatap.pipelines.transforms.common import group_kinds, is_ok, of_apis, response_str, with_client_host
 from kafkatap.pipelines.transforms.duplicates.commits import commits, with_consumed
 from kafkatap.pipelines.transforms.duplicates.segments import OUTPUT, islands, sweep
@@ -134,7 +134,7 @@ def consumer_duplicates(batches: DataFrame, records: DataFrame | None, spans: Da
     deliveries = materialize(with_consumed(materialize(_consumer_deliveries(batches, spans)), commits(frames)))
     # the runs are few next to the deliveries (89,442 against 4.4 M at 10 M generated frames): broadcast when few
     # enough, the deliveries then meet them without an exchange and a sort
-    runs = materialize(_first_two(broadcast_small(_coverage_runs(deliveries, key)), deliveries, key))
+    runs = emptied(materialize(_first_two(broadcast_small(_coverage_runs(deliveries, key)), deliveries, key)))
     caused = _with_cause(_record_counts(runs, records), _group_events(frames, fenced))
     kinds = group_kinds(frames).withColumnRenamed("kind", "group_kind")
     wire_only = F.col("deliveries") < 2
