@@ -344,9 +344,8 @@ def test_a_kept_intermediate_without_rows_prunes_the_plans_built_on_it_in_a_larg
             assert not known_empty(emptied(materialize(none)).join(other, "k"))
     with once_per_run(spark, EMPTIED_BYTES + 1):
         assert known_empty(emptied(materialize(none)).join(other, "k"))
-        kept = emptied(materialize(some))
-        assert not known_empty(kept.join(other, "k")) and sorted(r.k for r in kept.join(other, "k").collect()) == [
-            0, 1, 2]
+        joined = emptied(materialize(some)).join(other, "k")
+        assert not known_empty(joined) and sorted(r.k for r in joined.collect()) == [0, 1, 2]
 
 
 @pytest.mark.spark
