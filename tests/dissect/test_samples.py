@@ -16,6 +16,7 @@ from kafkatap.dissect.run import dissect_captures
 from kafkatap.dissect.tables.schema import TABLES
 from kafkatap.samples import load_truth
 from kafkatap.samples.truth import request_bounds
+from tests.support.pairing import assert_paired_but_in_flight
 from tests.support.paths import SAMPLES
 
 NAMES = sorted(p.name[:-len(".truth.json")] for p in SAMPLES.glob("*.truth.json")
@@ -67,17 +68,7 @@ def test_every_request_the_clients_logged_is_a_row(sample: Dissected) -> None:
 
 
 def test_every_request_is_paired_and_decoded(sample: Dissected) -> None:
-    statuses = Counter(row["status"] for row in sample.table("frames"))
-    assert set(statuses) <= {"ok", "unpaired_request"}, statuses
-    # Only requests still in flight when their client went away may lack a response: Kafka answers in order, so
-    # no request of the connection after them was answered.
-    last_answered: dict[str, float] = {}
-    for row in sample.table("frames"):
-        if row["status"] == "ok":
-            last_answered[row["conn_id"]] = max(last_answered.get(row["conn_id"], 0), row["ts_request"].timestamp())
-    for row in sample.table("frames"):
-        if row["status"] == "unpaired_request":
-            assert row["ts_request"].timestamp() > last_answered.get(row["conn_id"], 0), row
+    assert_paired_but_in_flight(sample.table("frames"))
     ok = [r for r in sample.table("frames") if r["status"] == "ok"]
     assert all(r["request_json"] and r["response_json"] and r["latency_us"] >= 0 for r in ok)
 

@@ -23,6 +23,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from tests.support.pairing import assert_paired_but_in_flight
 from tests.support.paths import ROOT
 from tests.support.tls import assert_no_secrets, tshark_requests
 
@@ -153,7 +154,8 @@ def test_decrypted_capture_is_what_clients_sent_and_what_tshark_sees(runs: dict[
     for f in frames:
         by_client[(f["client_id"], f["api_name"])] = by_client.get((f["client_id"], f["api_name"]), 0) + 1
     assert by_client == run.sent
-    assert {f["status"] for f in frames} == {"ok"} and {f["tls"] for f in frames} == {run.case.version}
+    assert_paired_but_in_flight(frames)  # a consumer may close with its next Fetch unanswered
+    assert {f["tls"] for f in frames} == {run.case.version}
     apis = {f["api_name"] for f in frames}
     assert {"Produce", "Fetch", "JoinGroup", "SyncGroup", "OffsetCommit"} <= apis
     assert ("SaslAuthenticate" in apis) == run.case.sasl
