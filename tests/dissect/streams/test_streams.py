@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from kafkatap.dissect.streams.driver import run_streams
+from kafkatap.samples.brokers import free_ports
 from tests.support.paths import SAMPLES as SAMPLE_DIR
 from tests.support.pcap import (PcapngWriter, RecordingSink, TcpFlow, ether, ipv4, ipv6, pcap_bytes, tcp_segment, timed,
                                 write_pcap)
@@ -120,8 +121,9 @@ SENDS = [(0, b"hello " * 10), (1, os.urandom(200_000)), (0, os.urandom(70_000)),
 
 @pytest.mark.slow
 @pytest.mark.skipif(not shutil.which("tcpdump"), reason="tcpdump not installed")
-@pytest.mark.parametrize("port, precision", [(39200, "micro"), (39201, "nano")])
-def test_real_tcpdump_capture(tmp_path, port, precision):
+@pytest.mark.parametrize("precision", ["micro", "nano"])
+def test_real_tcpdump_capture(tmp_path, precision):
+    port, = free_ports(1)  # out of the ephemeral range, which another test's connection may hold a port of
     path = str(tmp_path / "lo.pcap")
     _capture(["tcpdump", "-i", "lo", "-U", "-s", "0", "-B", "131072", f"--time-stamp-precision={precision}",
               "-w", path, f"tcp port {port}"], path, port, SENDS)
@@ -133,7 +135,7 @@ def test_real_tcpdump_capture(tmp_path, port, precision):
 @pytest.mark.slow
 @pytest.mark.skipif(not shutil.which("dumpcap"), reason="dumpcap not installed")
 def test_real_dumpcap_pcapng_capture(tmp_path):
-    port = 39202
+    port, = free_ports(1)
     path = str(tmp_path / "lo.pcapng")
     _capture(["dumpcap", "-q", "-i", "lo", "-s", "0", "-B", "128", "-f", f"tcp port {port}", "-w", path], path, port,
              SENDS)
