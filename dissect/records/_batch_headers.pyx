@@ -95,13 +95,18 @@ cdef bint _crc_ok(bytes data, const uint8_t* b, Py_ssize_t start, Py_ssize_t end
     return _crc32c(memoryview(data)[start:end]) == crc
 
 
+cdef bint crc_ok(bytes data, const uint8_t* b, Py_ssize_t pos, Header* h) except -1:
+    """Whether the magic 2 batch `h` read at data[pos:] has its CRC (b is data's buffer)."""
+    return _crc_ok(data, b, pos + _CRC_START, pos + h.size, h.crc)
+
+
 cdef object _new = tuple.__new__
 cdef object _Batch = Batch
 cdef Py_ssize_t _CRC_START = CRC_START
 cdef int64_t[3] _MIN_LENGTH = [MIN_SIZE[0], MIN_SIZE[1], HEADER_SIZE - 12]
 
 
-cdef inline int64_t _be(const uint8_t* b, int n):
+cdef inline int64_t _be(const uint8_t* b, int n) noexcept:
     cdef uint64_t v = 0
     cdef int i
     for i in range(n):
@@ -109,42 +114,63 @@ cdef inline int64_t _be(const uint8_t* b, int n):
     return <int64_t> v
 
 
+cdef Next next_batch(const uint8_t* b, Py_ssize_t left, Header* h) noexcept:
+    """What the `left` bytes at b start with; h.size, h.length and h.magic are set unless END or a PARTIAL prefix,
+    the whole header for a BATCH. Reads only bytes below b + left."""
+    if left == 0:
+        return END
+    if left < 17:
+        return PARTIAL
+    h.length = <int32_t> _be(b + 8, 4)
+    h.magic = b[16]
+    if h.magic > 2 or h.length < _MIN_LENGTH[h.magic]:
+        return BAD
+    h.size = h.length + 12
+    if h.size > left:
+        return PARTIAL
+    if h.magic != 2:
+        return LEGACY
+    h.base_offset = _be(b, 8)
+    h.partition_leader_epoch = <int32_t> _be(b + 12, 4)
+    h.crc = <uint32_t> _be(b + 17, 4)
+    h.attributes = <int16_t> _be(b + 21, 2)
+    h.last_offset_delta = <int32_t> _be(b + 23, 4)
+    h.first_timestamp = _be(b + 27, 8)
+    h.max_timestamp = _be(b + 35, 8)
+    h.producer_id = _be(b + 43, 8)
+    h.producer_epoch = <int16_t> _be(b + 51, 2)
+    h.base_sequence = <int32_t> _be(b + 53, 4)
+    h.record_count = <int32_t> _be(b + 57, 4)
+    return BATCH
+
+
 def split_batches(data, max_decompressed=compression.DEFAULT_MAX_DECOMPRESSED):
     if type(data) is not bytes:
         return batch_headers.split_batches(data, max_decompressed)
     cdef const uint8_t* b = <const uint8_t*> PyBytes_AS_STRING(data)
-    cdef Py_ssize_t n = PyBytes_GET_SIZE(data), pos = 0, left, size
-    cdef int64_t length
-    cdef int magic
-    cdef const uint8_t* h
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(data), pos = 0
+    cdef Header h
+    cdef Next found
     view = None
     out = []
-    while pos < n:
-        left = n - pos
-        if left < 17:
-            return out, left, None
-        length = <int32_t> _be(b + pos + 8, 4)
-        magic = b[pos + 16]
-        if magic > 2:
-            return out, 0, DecodeError("bad_magic", pos, f"magic byte {magic} (at {pos + 16})")
-        if length < _MIN_LENGTH[magic]:
-            reason = "negative_length" if length < 0 else "truncated"
-            return out, 0, DecodeError(reason, pos, f"batch_length {length} cannot hold a magic {magic} header")
-        size = length + 12
-        if size > left:
-            return out, left, None
-        if magic == 2:
-            h = b + pos
-            base_offset = _be(h, 8)
-            crc = <uint32_t> _be(h + 17, 4)
+    while True:
+        found = next_batch(b + pos, n - pos, &h)
+        if found == END:
+            return out, 0, None
+        if found == PARTIAL:
+            return out, n - pos, None
+        if found == BAD:
+            if h.magic > 2:
+                return out, 0, DecodeError("bad_magic", pos, f"magic byte {h.magic} (at {pos + 16})")
+            reason = "negative_length" if h.length < 0 else "truncated"
+            return out, 0, DecodeError(reason, pos, f"batch_length {h.length} cannot hold a magic {h.magic} header")
+        if found == BATCH:
             out.append(_new(_Batch, (
-                pos, size, 2, base_offset, base_offset + <int32_t> _be(h + 23, 4), <int32_t> _be(h + 57, 4),
-                <int32_t> _be(h + 12, 4), crc, _crc_ok(data, b, pos + _CRC_START, pos + size, crc),
-                <int16_t> _be(h + 21, 2), _be(h + 27, 8), _be(h + 35, 8), _be(h + 43, 8), <int16_t> _be(h + 51, 2),
-                <int32_t> _be(h + 53, 4), data, None)))
+                pos, h.size, 2, h.base_offset, h.base_offset + h.last_offset_delta, h.record_count,
+                h.partition_leader_epoch, h.crc, crc_ok(data, b, pos, &h), h.attributes, h.first_timestamp,
+                h.max_timestamp, h.producer_id, h.producer_epoch, h.base_sequence, data, None)))
         else:
             if view is None:
                 view = memoryview(data)
-            out.append(legacy_batch(data, view, pos, size, max_decompressed))
-        pos += size
-    return out, 0, None
+            out.append(legacy_batch(data, view, pos, h.size, max_decompressed))
+        pos += h.size

@@ -197,20 +197,6 @@ cdef object _variable(list rows, Py_ssize_t c, int kind, type_):
 
 cdef Py_ssize_t _MAX_DATA = 0x7FFFFFFF  # int32 offsets: past this a column needs pyarrow's large types
 
-cdef struct Buf:
-    char* p
-    Py_ssize_t size
-    Py_ssize_t cap
-
-cdef struct Col:
-    int kind
-    Py_ssize_t nulls
-    Buf valid  # validity bits
-    Buf values  # fixed-width values or bits, or the int32 offsets of a variable-width column
-    Buf data  # the bytes of a variable-width column (of its items, for list<string>)
-    Buf items  # list<string>: the int32 offsets of the items
-
-
 cdef int _realloc(Buf* b, Py_ssize_t need) except -1:
     cdef Py_ssize_t cap = max(need, 2 * b.cap, 4096)
     cdef char* p = <char*> realloc(b.p, cap)
@@ -288,8 +274,21 @@ cpdef extend(WriterFields writer, list rows):
         taken = (<Builder> builder).extend(rows)
         if taken < len(rows):
             writer.rows += rows[taken:]
-    if len(writer.rows) + ((<Builder> builder).rows if builder is not None else 0) >= _ROW_GROUP_ROWS:
+    rows_added(writer)
+
+
+cdef Builder builder_of(WriterFields writer):
+    """The writer's builder when a row may go straight into it: it has one, and no row waits as a tuple before it."""
+    if writer.builder is None or writer.rows:
+        return None
+    return <Builder> writer.builder
+
+
+cdef int rows_added(WriterFields writer) except -1:
+    """After rows were added: the row group written when it is full."""
+    if len(writer.rows) + ((<Builder> writer.builder).rows if writer.builder is not None else 0) >= _ROW_GROUP_ROWS:
         writer.flush()
+    return 0
 
 
 def builder(row_type):
@@ -300,15 +299,132 @@ def builder(row_type):
     return Builder(row_type, kinds) if kinds is not None else None
 
 
+cdef inline int _null(Col* col, Py_ssize_t r) except -1:
+    """Row r's value of col is null (always fits)."""
+    _bit(&col.valid, r, False)
+    col.nulls += 1
+    if col.kind == STRING or col.kind == BINARY:
+        _i32(&col.values, <int32_t> col.data.size)
+    elif col.kind == STRINGS:
+        _i32(&col.values, <int32_t> (col.items.size // 4 - 1))
+    elif col.kind == BOOL:
+        _bit(&col.values, r, False)
+    else:
+        _store(col, 0)
+    return 1
+
+
+cdef inline int _integer(Col* col, Py_ssize_t r, long long x) except -1:
+    """Append x as row r's value of an integer col: 1, or 0 (nothing written) when it is outside the col's type."""
+    if not _store(col, x):
+        return 0
+    _bit(&col.valid, r, True)
+    return 1
+
+
+cdef inline int _store(Col* col, long long x) except -1:
+    """Append x to an integer col's values (not its validity): 1, or 0 (nothing written) outside its type."""
+    cdef int kind = col.kind
+    if kind == I64:
+        if col.values.size + 8 > col.values.cap:
+            _realloc(&col.values, col.values.size + 8)
+        (<int64_t*> (col.values.p + col.values.size))[0] = x
+        col.values.size += 8
+    elif kind == I32:
+        if not -2147483648 <= x <= 2147483647:
+            return 0
+        _i32(&col.values, <int32_t> x)
+    elif kind == I16:
+        if not -32768 <= x <= 32767:
+            return 0
+        if col.values.size + 2 > col.values.cap:
+            _realloc(&col.values, col.values.size + 2)
+        (<int16_t*> (col.values.p + col.values.size))[0] = <int16_t> x
+        col.values.size += 2
+    elif kind == I8:
+        if not -128 <= x <= 127:
+            return 0
+        if col.values.size + 1 > col.values.cap:
+            _realloc(&col.values, col.values.size + 1)
+        (<int8_t*> (col.values.p + col.values.size))[0] = <int8_t> x
+        col.values.size += 1
+    else:
+        return 0
+    return 1
+
+
+cdef inline int _value(Col* col, Py_ssize_t r, object v) except -1:
+    """Append v as row r's value of col: 1, or 0 (nothing written) when v does not fit the col. The usual values (a
+    str, an int, None) here, small enough for the compiler to inline into the row loop; the others in _other."""
+    cdef Py_ssize_t length
+    cdef const char* p
+    cdef long long x
+    cdef int overflow
+    cdef int kind = col.kind
+    if v is None:
+        return _null(col, r)
+    if kind == STRING and PyUnicode_CheckExact(v):
+        try:
+            p = PyUnicode_AsUTF8AndSize(v, &length)
+        except UnicodeError:  # a lone surrogate has no UTF-8
+            return 0
+        if length > _MAX_DATA - col.data.size:
+            return 0
+        _put(&col.data, p, length)
+        _i32(&col.values, <int32_t> col.data.size)
+        _bit(&col.valid, r, True)
+        return 1
+    if kind <= I64 and PyLong_CheckExact(v):
+        x = PyLong_AsLongLongAndOverflow(v, &overflow)
+        return 0 if overflow else _integer(col, r, x)
+    return _other(col, r, v)
+
+
+cdef int _other(Col* col, Py_ssize_t r, object v) except -1:
+    """_value of a binary, list<string> or bool column, or of a value of the wrong type (0)."""
+    cdef Py_ssize_t length, total = 0, items = 0
+    cdef const char* p
+    cdef int kind = col.kind
+    cdef object item
+    if kind == BINARY:
+        if not PyBytes_CheckExact(v) or PyBytes_GET_SIZE(v) > _MAX_DATA - col.data.size:
+            return 0
+        _put(&col.data, PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v))
+        _i32(&col.values, <int32_t> col.data.size)
+    elif kind == STRINGS:
+        if not (PyTuple_CheckExact(v) or PyList_CheckExact(v)):
+            return 0
+        for item in v:  # every item checked before any is written
+            if not PyUnicode_CheckExact(item):
+                return 0
+            try:
+                PyUnicode_AsUTF8AndSize(item, &length)  # kept beside the str: the second call reads it
+            except UnicodeError:
+                return 0
+            total += length
+            items += 1
+        if total > _MAX_DATA - col.data.size or items > _MAX_DATA - col.items.size // 4:
+            return 0
+        for item in v:
+            p = PyUnicode_AsUTF8AndSize(item, &length)
+            _put(&col.data, p, length)
+            _i32(&col.items, <int32_t> col.data.size)
+        _i32(&col.values, <int32_t> (col.items.size // 4 - 1))
+    elif kind == BOOL:
+        if v is not True and v is not False:
+            return 0
+        _bit(&col.values, r, v is True)
+    else:
+        return 0
+    _bit(&col.valid, r, True)
+    return 1
+
+
 cdef class Builder:
     """A row group's columns written as rows are added (TableWriter's compiled path): `add` takes a row whose values
     all fit their columns and refuses (False, nothing written) any other; `arrays` hands the columns over and
-    starts the next row group."""
-
-    cdef Col* cols
-    cdef Py_ssize_t width
-    cdef readonly Py_ssize_t rows
-    cdef object types
+    starts the next row group. The compiled row builders also write a row a value at a time, each into its column
+    (`value`, `integer`, `boolean`, `null`, then `row_end`, or `row_undo`), without a tuple for it."""
 
     def __cinit__(self, row_type, tuple kinds):
         self.width = len(kinds)
@@ -364,108 +480,59 @@ cdef class Builder:
     cdef bint _add(self, tuple row) except -1:
         """Append the row's values to their columns in one pass; at a value that does not fit, take back the
         columns written so far (False)."""
-        cdef Py_ssize_t c, length, r = self.rows
-        cdef object v, item
-        cdef const char* p
-        cdef Col* col
-        cdef long long x
-        cdef int overflow
-        cdef int kind
+        cdef Py_ssize_t c, r = self.rows
         for c in range(self.width):
-            v = <object> PyTuple_GET_ITEM(row, c)
-            col = &self.cols[c]
-            kind = col.kind
-            _bit(&col.valid, r, v is not None)
-            if v is None:
-                col.nulls += 1
-            if kind == STRING:
-                if v is not None:
-                    if not PyUnicode_CheckExact(v):
-                        return self._undo(row, c)
-                    try:
-                        p = PyUnicode_AsUTF8AndSize(v, &length)
-                    except UnicodeError:
-                        return self._undo(row, c)
-                    if length > _MAX_DATA - col.data.size:
-                        return self._undo(row, c)
-                    _put(&col.data, p, length)
-                _i32(&col.values, <int32_t> col.data.size)
-            elif kind == BINARY:
-                if v is not None:
-                    if not PyBytes_CheckExact(v) or PyBytes_GET_SIZE(v) > _MAX_DATA - col.data.size:
-                        return self._undo(row, c)
-                    _put(&col.data, PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v))
-                _i32(&col.values, <int32_t> col.data.size)
-            elif kind == STRINGS:
-                if v is not None:
-                    if not (PyTuple_CheckExact(v) or PyList_CheckExact(v)):
-                        return self._undo(row, c)
-                    for item in v:
-                        if not PyUnicode_CheckExact(item):
-                            return self._undo(row, c)
-                        try:
-                            p = PyUnicode_AsUTF8AndSize(item, &length)
-                        except UnicodeError:
-                            return self._undo(row, c)
-                        if length > _MAX_DATA - col.data.size or col.items.size // 4 > _MAX_DATA:
-                            return self._undo(row, c)
-                        _put(&col.data, p, length)
-                        _i32(&col.items, <int32_t> col.data.size)
-                _i32(&col.values, <int32_t> (col.items.size // 4 - 1))
-            elif kind == BOOL:
-                if v is not None and v is not True and v is not False:
-                    return self._undo(row, c)
-                _bit(&col.values, r, v is True)
-            else:
-                x = 0
-                if v is not None:
-                    if not PyLong_CheckExact(v):
-                        return self._undo(row, c)
-                    x = PyLong_AsLongLongAndOverflow(v, &overflow)
-                    if overflow:
-                        return self._undo(row, c)
-                if kind == I64:
-                    if col.values.size + 8 > col.values.cap:
-                        _realloc(&col.values, col.values.size + 8)
-                    (<int64_t*> (col.values.p + col.values.size))[0] = x
-                    col.values.size += 8
-                elif kind == I32:
-                    if not -2147483648 <= x <= 2147483647:
-                        return self._undo(row, c)
-                    _i32(&col.values, <int32_t> x)
-                elif kind == I16:
-                    if not -32768 <= x <= 32767:
-                        return self._undo(row, c)
-                    if col.values.size + 2 > col.values.cap:
-                        _realloc(&col.values, col.values.size + 2)
-                    (<int16_t*> (col.values.p + col.values.size))[0] = <int16_t> x
-                    col.values.size += 2
-                else:
-                    if not -128 <= x <= 127:
-                        return self._undo(row, c)
-                    if col.values.size + 1 > col.values.cap:
-                        _realloc(&col.values, col.values.size + 1)
-                    (<int8_t*> (col.values.p + col.values.size))[0] = <int8_t> x
-                    col.values.size += 1
+            if not _value(&self.cols[c], r, <object> PyTuple_GET_ITEM(row, c)):
+                self.row_undo(c)
+                return False
         self.rows = r + 1
         return True
 
-    cdef bint _undo(self, tuple row, Py_ssize_t upto) except -1:
-        """Take back the row from columns 0..upto: the ones before upto hold it whole; upto holds its validity bit
-        and, if variable-width, maybe some of its bytes, but no offset or value."""
+    cdef Col* _col(self, Py_ssize_t c) except NULL:
+        if not 0 <= c < self.width:
+            raise IndexError(f"column {c} of {self.width}")
+        return &self.cols[c]
+
+    cdef int value(self, Py_ssize_t c, object v) except -1:
+        """Column c's value of the row being written: 1, or 0 (nothing written) when v does not fit."""
+        return _value(self._col(c), self.rows, v)
+
+    cdef int integer(self, Py_ssize_t c, long long x) except -1:
+        """An integer column c's value of the row being written: 1, or 0 when x is outside its type."""
+        return _integer(self._col(c), self.rows, x)
+
+    cdef int boolean(self, Py_ssize_t c, bint x) except -1:
+        """A bool column c's value of the row being written: 1, or 0 when c holds no bools."""
+        cdef Col* col = self._col(c)
+        if col.kind != BOOL:
+            return 0
+        _bit(&col.values, self.rows, x)
+        _bit(&col.valid, self.rows, True)
+        return 1
+
+    cdef int null(self, Py_ssize_t c) except -1:
+        """Column c's value of the row being written is null (1)."""
+        return _null(self._col(c), self.rows)
+
+    cdef int row_end(self) except -1:
+        """The row being written is whole: every column holds its value."""
+        self.rows += 1
+        return 0
+
+    cdef int row_undo(self, Py_ssize_t upto) except -1:
+        """Take back the row being written from columns 0..upto-1, which hold its values (the others hold none)."""
         cdef Py_ssize_t c, r = self.rows
         cdef Col* col
         cdef int32_t last
-        for c in range(upto + 1):
+        for c in range(upto):
             col = &self.cols[c]
+            if not (col.valid.p[r >> 3] >> (r & 7)) & 1:
+                col.nulls -= 1
             col.valid.p[r >> 3] &= <char> ~(1 << (r & 7))
             if r & 7 == 0:
                 col.valid.size -= 1
-            if c < upto and (<object> PyTuple_GET_ITEM(row, c)) is None:
-                col.nulls -= 1
             if col.kind == STRING or col.kind == BINARY or col.kind == STRINGS:
-                if c < upto:
-                    col.values.size -= 4
+                col.values.size -= 4
                 last = (<int32_t*> (col.values.p + col.values.size - 4))[0]
                 if col.kind == STRINGS:
                     col.items.size = 4 * (last + 1)
@@ -473,13 +540,12 @@ cdef class Builder:
                 else:
                     col.data.size = last
             elif col.kind == BOOL:
-                if c < upto:
-                    col.values.p[r >> 3] &= <char> ~(1 << (r & 7))
-                    if r & 7 == 0:
-                        col.values.size -= 1
-            elif c < upto:
+                col.values.p[r >> 3] &= <char> ~(1 << (r & 7))
+                if r & 7 == 0:
+                    col.values.size -= 1
+            else:
                 col.values.size -= (1, 2, 4, 8, 0)[col.kind]
-        return False
+        return 0
 
     def arrays(self):
         """The columns of the rows added since the last call, as Arrow arrays; the builder starts over."""

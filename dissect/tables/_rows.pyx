@@ -4,12 +4,25 @@ functions build them. The usual case is record data that splits cleanly (whole b
 batch), no records/ table asked for, and a decoded pair that is not a share api; anything else, before any row is
 written, goes to the pure-Python function. The fields of Rows they read are C struct members of its compiled base
 (RowsFields), and they call the writer's compiled add and extend in C, and the one frames/ row builder
-(frames_row.frame_row, compiled from its Python source)."""
+(frames_row.frame_row, compiled from its Python source).
+
+Plain record data (magic 2 batches only, CRCs right, no control batch: what clients send and fetch) has its batches/
+rows written straight from the batch headers into the writer's columns (`_plain_rows`), without a Batch or a row
+tuple per batch: on a chatty capture those objects and the builder's reading of them were a tenth of the run. The
+header's values are derived by batch_row's functions, in the order of its HEADER_COLUMNS; other record data goes
+through batch_row.batch_rows."""
+
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
+from libc.stdint cimport INT64_MAX, INT64_MIN, uint8_t
 
 from kafkatap.dissect.kafka._found cimport Found
 from kafkatap.dissect.kafka._state cimport ConnState, Request, Response
-from kafkatap.dissect.tables.batch_row cimport batch_rows as _batch_rows
-from kafkatap.dissect.tables._columns cimport add as _add, extend as _extend
+from kafkatap.dissect.records._batch_headers cimport BATCH, END, PARTIAL, Header, Next, crc_ok, next_batch
+from kafkatap.dissect.tables.batch_row cimport (batch_rows as _batch_rows, compression, is_control,
+                                                 is_transactional, timestamp_us)
+from kafkatap.dissect.tables._columns cimport (Builder, WriterFields, add as _add, builder_of, extend as _extend,
+                                               rows_added)
 from kafkatap.dissect.tables.frames_row cimport frame_row
 
 from kafkatap.dissect.kafka.bodies import Body
@@ -21,8 +34,10 @@ from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 from kafkatap.dissect.records import _batch_headers
 from kafkatap.dissect.records.batch import CONTROL, Batch
 from kafkatap.dissect.tables import rows as reference  # it imports this module: its functions are read per call
+from kafkatap.dissect.tables.batch_row import HEADER_COLUMNS
 from kafkatap.dissect.tables.batches import FETCHES
 from kafkatap.dissect.tables.frames_row import NO_ENTITIES
+from kafkatap.dissect.tables.schema import BATCHES
 
 cdef dict _NAMES = {key: row[0] for key, row in APIS.items()}
 cdef tuple _NO_ENTITIES = NO_ENTITIES
@@ -36,6 +51,11 @@ cdef Py_ssize_t _JSON = Body._fields.index("json"), _FOUND = Body._fields.index(
 cdef Py_ssize_t _TOP = Body._fields.index("top")
 cdef Py_ssize_t _CRC_OK = Batch._fields.index("crc_ok"), _ATTRIBUTES = Batch._fields.index("attributes")
 cdef long _CONTROL = CONTROL
+# Where a batches/ row's header columns (batch_row.HEADER_COLUMNS) are: after the carrying message's, before the tail
+cdef Py_ssize_t _HEAD = BATCHES.get_field_index(HEADER_COLUMNS[0])
+cdef Py_ssize_t _TAIL = _HEAD + len(HEADER_COLUMNS), _WIDTH = len(BATCHES)
+if tuple(BATCHES.names[_HEAD:_TAIL]) != HEADER_COLUMNS:
+    raise ImportError(f"_rows.pyx: the batches/ schema's header columns are not {HEADER_COLUMNS}")
 
 
 cdef class RowsFields:
@@ -67,12 +87,16 @@ def request(RowsFields rows not None, ConnState st not None, Request req not Non
     if req.api_key != _PRODUCE:
         return
     partitions = req.body.rows
-    split = _clean(partitions, 3, True) if rows.records is None else None
-    if split is None:
+    if rows.records is not None:
+        return reference.request(rows, st, req, where)
+    plain = _all_plain(partitions, True)
+    split = None if plain else _clean(partitions, 3, True)
+    if not plain and split is None:
         return reference.request(rows, st, req, where)
     produce = []
     resolve = rows.topics.resolve
-    for (name, topic_id, partition, _), batches in zip(partitions, split):
+    for i, (name, topic_id, partition, data) in enumerate(partitions):
+        batches = data if plain else split[i]  # plain: the record data itself, its rows written from it (_plain_rows)
         if batches:
             produce.append((name if name is not None else resolve(topic_id, "batches"), topic_id, partition, batches))
     req.produce = produce
@@ -85,29 +109,35 @@ def response(RowsFields rows not None, ConnState st not None, Request req not No
     if req.api_key != _FETCH:
         return reference.response(rows, st, req, resp, where)
     partitions = resp.body.rows
-    split = _clean(partitions, 3, False) if rows.records is None else None
-    if split is None:
+    if rows.records is not None:
+        return reference.response(rows, st, req, resp, where)
+    plain = _all_plain(partitions, False)
+    split = None if plain else _clean(partitions, 3, False)
+    if not plain and split is None:
         return reference.response(rows, st, req, resp, where)
     offsets = {} if req.body is None else {(topic or topic_id, partition): offset
                                            for topic, topic_id, partition, offset in req.body.rows}
     carrier = (st.conn_id, st.client_addr, st.broker_addr, req.correlation_id, req.api_version, "fetch", resp.ts,
                req.client_id, None, None)
     resolve, batches_out = rows.topics.resolve, rows.batches
-    for (name, topic_id, partition, _, high_watermark, partition_error), batches in zip(partitions, split):
+    for i, (name, topic_id, partition, data, high_watermark, partition_error) in enumerate(partitions):
+        batches = data if plain else split[i]
         if batches:
             topic = name if name is not None else resolve(topic_id, "batches")
             tail = (offsets.get((name or topic_id, partition)), high_watermark, None, partition_error)
-            _extend(batches_out, _batch_rows(carrier + (topic, topic_id, partition), batches, tail, None))
+            _batches_rows(batches_out, carrier + (topic, topic_id, partition), batches, tail)
 
 
 def frame(RowsFields rows not None, ConnState st not None, Request req not None, Response resp, where,
           unpaired=False):
     if unpaired or resp is None:
+        _split_plain(req)
         return reference.frame(rows, st, req, resp, where, unpaired)
     qbody, rbody, api_key = req.body, resp.body, req.api_key
     name = _NAMES.get(api_key)
     if (qbody is None or rbody is None or name is None or req.error is not None or resp.error is not None
             or not req.known or api_key in _SHARE_APIS or qbody[_FOUND] is None or rbody[_FOUND] is None):
+        _split_plain(req)
         return reference.frame(rows, st, req, resp, where, unpaired)
     messages, statuses = rows.messages, rows.statuses
     messages[name] = messages.get(name, 0) + 1
@@ -145,8 +175,11 @@ cdef object _error_name(code):
 
 
 cdef bint _control(list produce):
-    """Whether a Produce's batches hold a control batch (its control record may need reporting)."""
+    """Whether a Produce's batches hold a control batch (its control record may need reporting); plain record data
+    holds none."""
     for _, _, _, batches in produce:
+        if type(batches) is bytes:
+            continue
         for batch in batches:
             if <long> (<tuple> batch)[_ATTRIBUTES] & _CONTROL:
                 return True
@@ -163,4 +196,102 @@ cdef _produce_batches(RowsFields rows, Request req, ConnState st, rbody):
     for topic, topic_id, partition, batches in req.produce:
         err, assigned = results.get((topic_id if topic_id is not None else topic, partition), (None, None))
         tail = (None, None, assigned, err)
-        _extend(batches_out, _batch_rows(head + (topic, topic_id, partition), batches, tail, None))
+        _batches_rows(batches_out, head + (topic, topic_id, partition), batches, tail)
+
+
+cdef _split_plain(Request req):
+    """A Produce's plain record data (kept as bytes by `request`) as the Batch lists the reference functions read."""
+    if req.produce is None:
+        return
+    req.produce = [(topic, topic_id, partition, _split_batches(batches)[0] if type(batches) is bytes else batches)
+                   for topic, topic_id, partition, batches in req.produce]
+
+
+cdef bint _all_plain(list partitions, bint final) except -1:
+    """Whether every partition's record data (the 4th field) is absent or plain (`_plain`)."""
+    for partition in partitions:
+        data = (<tuple> partition)[3]
+        if data and not (type(data) is bytes and _plain(data, final)):
+            return False
+    return True
+
+
+cdef bint _plain(bytes data, bint final) except -1:
+    """Whether data holds magic 2 batches only, each with its CRC and none a control batch, all whole (final: a
+    Produce) or with maybe a cut one last (a Fetch response may end so, and that one has no row): the record data whose
+    rows are written straight from the batch headers (`_plain_rows`)."""
+    cdef const uint8_t* b = <const uint8_t*> PyBytes_AS_STRING(data)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(data), pos = 0
+    cdef Header h
+    cdef Next found
+    while True:
+        found = next_batch(b + pos, n - pos, &h)
+        if found == END:
+            return True
+        if found == PARTIAL:
+            return not final
+        if found != BATCH or h.attributes & _CONTROL or not crc_ok(data, b, pos, &h):
+            return False
+        pos += h.size
+
+
+cdef _batches_rows(WriterFields writer, tuple head, batches, tuple tail):
+    """A partition's batches/ rows: from plain record data (bytes) straight into the columns, else (or for what did
+    not fit there) from its Batch tuples."""
+    cdef Py_ssize_t written = 0
+    if type(batches) is bytes:
+        out = builder_of(writer)
+        written = _plain_rows(out, head, batches, tail) if out is not None else 0
+        if written == -1:
+            rows_added(writer)
+            return
+        batches = _split_batches(batches)[0][written:]
+    _extend(writer, _batch_rows(head, batches, tail, None))
+
+
+cdef Py_ssize_t _plain_rows(Builder out, tuple head, bytes data, tuple tail) except -2:
+    """The rows of plain record data's whole batches written into the columns: -1 when all were, else how many were
+    before the first one with a head or tail value that does not fit its column."""
+    cdef const uint8_t* b = <const uint8_t*> PyBytes_AS_STRING(data)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(data), pos = 0, written = 0
+    cdef Header h
+    if PyTuple_GET_SIZE(head) != _HEAD or PyTuple_GET_SIZE(tail) != _WIDTH - _TAIL:
+        return 0
+    while next_batch(b + pos, n - pos, &h) == BATCH:
+        if not _plain_row(out, head, &h, tail):
+            return written
+        written += 1
+        pos += h.size
+    return -1
+
+
+cdef bint _plain_row(Builder out, tuple head, Header* h, tuple tail) except -1:
+    """One batch's row, its values as batch_row.batch_rows derives them from a Batch; False (nothing written) when a
+    head or tail value does not fit, or the last offset is past int64."""
+    cdef Py_ssize_t c
+    cdef long long last_offset
+    if (h.last_offset_delta > 0 and h.base_offset > INT64_MAX - h.last_offset_delta
+            or h.last_offset_delta < 0 and h.base_offset < INT64_MIN - h.last_offset_delta):
+        return False
+    last_offset = h.base_offset + h.last_offset_delta
+    for c in range(_HEAD):
+        if not out.value(c, <object> PyTuple_GET_ITEM(head, c)):
+            out.row_undo(c)
+            return False
+    c = _HEAD
+    if not (out.integer(c, 2) and out.integer(c + 1, h.base_offset) and out.integer(c + 2, last_offset)
+            and out.integer(c + 3, h.record_count) and out.integer(c + 4, h.producer_id)
+            and out.integer(c + 5, h.producer_epoch) and out.integer(c + 6, h.base_sequence)
+            and out.boolean(c + 7, is_transactional(h.attributes)) and out.boolean(c + 8, is_control(h.attributes))
+            and out.null(c + 9)
+            and out.value(c + 10, compression(h.attributes)) and out.integer(c + 11, h.size)
+            and out.value(c + 12, timestamp_us(h.first_timestamp)) and out.value(c + 13, timestamp_us(h.max_timestamp))
+            and out.boolean(c + 14, True)):
+        raise AssertionError("_rows.pyx: a batch header's value does not fit its batches/ column")
+    for c in range(_TAIL, _WIDTH):
+        if not out.value(c, <object> PyTuple_GET_ITEM(tail, c - _TAIL)):
+            out.row_undo(c)
+            return False
+    out.row_end()
+    return True
+

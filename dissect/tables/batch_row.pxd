@@ -7,5 +7,10 @@ cdef long long _MAX_MS
 cdef tuple COMPRESSION
 cdef long TRANSACTIONAL, CONTROL
 
+cpdef bint is_transactional(long attributes)
+cpdef bint is_control(long attributes)
+cpdef str compression(long attributes)
+cpdef object timestamp_us(long long ms)
+
 @cython.locals(fields=tuple, attributes=long, first="long long", last="long long")
 cpdef list batch_rows(tuple head, list batches, tuple tail, problem)

@@ -1,7 +1,9 @@
 # cython: annotation_typing=False
 """The batches/ row, written in one place: `batch_rows` lays out the columns of dissect/tables/schema.py's BATCHES
 for every builder of the row (rows.Rows and the compiled row builders of _rows.pyx), so a column is added here and
-in schema.py, nowhere else.
+in schema.py, nowhere else. The one exception is the compiled rows of plain record data (_rows.pyx), written straight
+from the batch headers without a Batch: they derive each value with this module's functions, write the header's
+columns in the order of HEADER_COLUMNS, and refuse to import when the schema's differ.
 
 Plain Python that setup.py also compiles (Cython's pure-Python mode: batch_row.pxd types its constants and locals),
 so the compiled row builders call it in C while the pure-Python dissector imports this file: one source for both.
@@ -26,6 +28,32 @@ COMPRESSION = CODECS + tuple(f"unknown_{codec}" for codec in range(len(CODECS), 
 """Batch.compression by codec id (attributes & 7), without a property call per batch."""
 
 
+HEADER_COLUMNS = ("magic", "base_offset", "last_offset", "record_count", "producer_id", "producer_epoch",
+                  "base_sequence", "is_transactional", "is_control", "control_type", "compression", "batch_bytes",
+                  "first_timestamp", "max_timestamp", "crc_ok")
+"""The columns a batch's header gives, in the row's order: after the carrying message's (head), before the partition's
+results (tail). `batch_rows` lays them out so, and the compiled rows of plain record data (_rows.pyx) write them so."""
+
+
+def is_transactional(attributes: int) -> bool:
+    return True if attributes & TRANSACTIONAL else False
+
+
+def is_control(attributes: int) -> bool:
+    return True if attributes & CONTROL else False
+
+
+def compression(attributes: int) -> str:
+    """A batch's compression column, from its attributes."""
+    return COMPRESSION[attributes & 7]
+
+
+def timestamp_us(ms: int) -> int | None:
+    """A batch's millisecond timestamp as its column's microseconds; None for one that has none there (-1, or past
+    int64's microseconds)."""
+    return ms * 1000 if 0 <= ms <= _MAX_MS else None
+
+
 def control_type(batch: Batch, problem: Problem) -> str | None:
     """A control batch's record type (`commit`, `abort`); an unreadable one is reported and has none."""
     try:
@@ -47,8 +75,8 @@ def batch_rows(head: tuple, batches: list[Batch], tail: tuple, problem: Problem)
          producer_epoch, base_sequence, _, _) = fields
         rows.append(head + (
             magic, base_offset, last_offset, record_count, producer_id, producer_epoch, base_sequence,
-            True if attributes & TRANSACTIONAL else False, True if attributes & CONTROL else False,
-            control_type(batch, problem) if attributes & CONTROL else None, COMPRESSION[attributes & 7], size,
-            first * 1000 if 0 <= first <= _MAX_MS else None, last * 1000 if 0 <= last <= _MAX_MS else None, crc_ok,
+            is_transactional(attributes), is_control(attributes),
+            control_type(batch, problem) if attributes & CONTROL else None, compression(attributes), size,
+            timestamp_us(first), timestamp_us(last), crc_ok,
         ) + tail)
     return rows

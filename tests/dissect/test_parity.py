@@ -127,3 +127,83 @@ def test_every_sample_is_the_same_from_a_pure_python_process(tmp_path: Path) -> 
         capture = SAMPLES / truth["capture"]
         runs.append(Run(str(capture), str(tmp_path / "pure" / capture.stem), truth["broker_ports"], True))
     _assert_same_on_both_paths(runs, tmp_path / "compiled")
+
+
+def _record_data() -> dict[str, bytes]:
+    """Record data of every kind the batches/ rows tell apart. The compiled rows of plain data (magic 2 batches with
+    their CRCs, no control batch) are written straight from the batch headers; every other kind goes through
+    batch_row.batch_rows, as a partition beside plain ones does."""
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+    from kafka.record.legacy_records import LegacyRecordBatchBuilder
+
+    from kafkatap.dissect.tables.batch_row import MAX_MS
+    from kafkatap.samples.synthetic import CONTROL_COMMIT, control_batch, record_batch
+
+    gzip = DefaultRecordBatchBuilder(2, 1, False, 9, 0, 0, 1 << 20)
+    gzip.append(0, 1_700_000_000_000, b"k", b"v" * 300, [])
+    legacy = LegacyRecordBatchBuilder(1, 0, 1 << 20)
+    legacy.append(0, 1_700_000_000_000, b"k", b"v")
+    plain = b"".join([record_batch(0, [(b"k", b"v")] * 3, 1_700_000_000_000),
+                      record_batch(3, [(None, b"v")], -1, producer_id=7, producer_epoch=2, base_sequence=5),
+                      record_batch(4, [(b"k", None)], MAX_MS + 1, producer_id=7, producer_epoch=3, base_sequence=0,
+                                   transactional=True),
+                      record_batch(5, [(b"k", b"v")], MAX_MS), bytes(gzip.build())])
+    damaged = bytearray(record_batch(0, [(b"k", b"v")], 1_700_000_000_000))
+    damaged[-1] ^= 0xFF
+    return {"plain": plain, "cut": plain + record_batch(9, [(b"k", b"v")], 1)[:40],
+            "control": plain + control_batch(9, CONTROL_COMMIT, 1_700_000_000_000, 7, 3), "damaged": bytes(damaged),
+            "legacy": bytes(legacy.build())}
+
+
+def test_every_kind_of_record_data_gives_the_same_batches_on_both_paths(tmp_path: Path) -> None:
+    """Produce requests and Fetch responses carrying each kind of record data alone, and beside plain data, answered
+    or not: the compiled default and the pure path write the same batches/ rows."""
+    from tests.support.kafka_messages import request, response
+
+    data = _record_data()
+    produce, fetch, port = 0, 1, 39093
+    flow = TcpFlow(client=("10.0.0.1", 40000), server=("10.0.0.2", port))
+    packets = flow.handshake()
+
+    def partition(index: int, records: bytes) -> dict:
+        return {"partition_index": index, "error_code": 0, "high_watermark": 20, "last_stable_offset": 20,
+                "log_start_offset": 0, "aborted_transactions": [], "preferred_read_replica": -1, "records": records}
+
+    corr = 0
+    for kinds in [[k] for k in data] + [["plain", k] for k in data if k != "plain"]:
+        corr += 1
+        topic = {"name": "t", "partition_data": [{"index": i, "records": data[k]} for i, k in enumerate(kinds)]}
+        packets += flow.send(0, request(produce, 8, corr, {"transactional_id": None, "acks": -1, "timeout_ms": 500,
+                                                           "topic_data": [topic]}))
+        if kinds != ["plain", "legacy"]:  # one Produce left unanswered: its batches' rows without a response
+            answer = [{"index": i, "error_code": 0 if k != "damaged" else 2, "base_offset": 100 * corr + i,
+                       "log_append_time_ms": -1, "log_start_offset": 0, "record_errors": [], "error_message": None}
+                      for i, k in enumerate(kinds)]
+            answered = {"responses": [{"name": "t", "partition_responses": answer}], "throttle_time_ms": 0}
+            packets += flow.send(1, response(produce, 8, corr, answered))
+        corr += 1
+        asked = [{"partition": i, "current_leader_epoch": -1, "fetch_offset": 1, "log_start_offset": -1,
+                  "partition_max_bytes": 1 << 20} for i in range(len(kinds))]
+        packets += flow.send(0, request(fetch, 11, corr, {
+            "replica_id": -1, "max_wait_ms": 500, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 0,
+            "session_id": 0, "session_epoch": -1, "topics": [{"topic": "t", "partitions": asked}],
+            "forgotten_topics_data": [], "rack_id": ""}))
+        packets += flow.send(1, response(fetch, 11, corr, {
+            "throttle_time_ms": 0, "error_code": 0, "session_id": 0,
+            "responses": [{"topic": "t", "partitions": [partition(i, data[k]) for i, k in enumerate(kinds)]}]}))
+    capture = tmp_path / "record_data.pcap"
+    capture.write_bytes(pcap_bytes(timed(packets + flow.fin(0) + flow.fin(1))))
+    run = Run(str(capture), str(tmp_path / "pure" / "record_data"), [port], False)
+    _assert_same_on_both_paths([run], tmp_path / "compiled")
+
+    table = pq.read_table(tmp_path / "compiled" / "record_data" / "batches")
+    for name in ("first_timestamp", "max_timestamp"):  # as integers: MAX_MS is past datetime's years
+        table = table.set_column(table.schema.get_field_index(name), name, table[name].cast("int64"))
+    batches = table.to_pylist()
+    produced = [b for b in batches if b["direction"] == "produce"]
+    assert {b["compression"] for b in batches} == {"none", "gzip"} and {b["magic"] for b in batches} == {1, 2}
+    assert [b["crc_ok"] for b in produced if b["partition"] == 0].count(False) == 1  # the damaged batch, alone
+    assert {(b["first_timestamp"] is None, b["max_timestamp"] is None) for b in produced} == {(False, False),
+                                                                                           (True, True)}
+    assert any(b["is_control"] for b in batches) and any(b["is_transactional"] for b in batches)
+    assert any(b["assigned_offset"] is None for b in produced) and any(b["partition_error_code"] == 2 for b in produced)
