@@ -84,7 +84,7 @@ cdef object _column(list rows, Py_ssize_t c, int kind, type_):
     cdef object v
     if kind == STRING or kind == BINARY or kind == STRINGS:
         return _variable(rows, c, kind, type_)
-    cdef Py_ssize_t size = (1, 2, 4, 8, 0)[kind] if kind != BOOL else 0
+    cdef Py_ssize_t size = _SIZE[kind] if kind <= I64 else 0
     values = bytearray(n * size if kind != BOOL else (n + 7) // 8)
     cdef char* out = <char*> values
     cdef long long x
@@ -322,32 +322,28 @@ cdef inline int _integer(Col* col, Py_ssize_t r, long long x) except -1:
     return 1
 
 
+cdef Py_ssize_t[4] _SIZE = [1, 2, 4, 8]  # bytes of an I8 .. I64 value
+
+
+cdef inline char* _grow(Buf* b, Py_ssize_t n) except NULL:
+    """n more bytes at the end of b: where they start."""
+    if b.size + n > b.cap:
+        _realloc(b, b.size + n)
+    b.size += n
+    return b.p + b.size - n
+
+
 cdef inline int _store(Col* col, long long x) except -1:
     """Append x to an integer col's values (not its validity): 1, or 0 (nothing written) outside its type."""
     cdef int kind = col.kind
     if kind == I64:
-        if col.values.size + 8 > col.values.cap:
-            _realloc(&col.values, col.values.size + 8)
-        (<int64_t*> (col.values.p + col.values.size))[0] = x
-        col.values.size += 8
-    elif kind == I32:
-        if not -2147483648 <= x <= 2147483647:
-            return 0
-        _i32(&col.values, <int32_t> x)
-    elif kind == I16:
-        if not -32768 <= x <= 32767:
-            return 0
-        if col.values.size + 2 > col.values.cap:
-            _realloc(&col.values, col.values.size + 2)
-        (<int16_t*> (col.values.p + col.values.size))[0] = <int16_t> x
-        col.values.size += 2
-    elif kind == I8:
-        if not -128 <= x <= 127:
-            return 0
-        if col.values.size + 1 > col.values.cap:
-            _realloc(&col.values, col.values.size + 1)
-        (<int8_t*> (col.values.p + col.values.size))[0] = <int8_t> x
-        col.values.size += 1
+        (<int64_t*> _grow(&col.values, 8))[0] = x
+    elif kind == I32 and -2147483648 <= x <= 2147483647:
+        (<int32_t*> _grow(&col.values, 4))[0] = <int32_t> x
+    elif kind == I16 and -32768 <= x <= 32767:
+        (<int16_t*> _grow(&col.values, 2))[0] = <int16_t> x
+    elif kind == I8 and -128 <= x <= 127:
+        (<int8_t*> _grow(&col.values, 1))[0] = <int8_t> x
     else:
         return 0
     return 1
@@ -544,7 +540,7 @@ cdef class Builder:
                 if r & 7 == 0:
                     col.values.size -= 1
             else:
-                col.values.size -= (1, 2, 4, 8, 0)[col.kind]
+                col.values.size -= _SIZE[col.kind]
         return 0
 
     def arrays(self):
