@@ -190,7 +190,7 @@ def test_kafka_capture_dissects_exactly_what_clients_sent(tmp_path: Path) -> Non
     seen = frames.groupby(["client_id", "api_name"]).size().to_dict()
     assert seen == sent  # every request of every client, no more, no less
     assert sent[(PRODUCER, "Produce")] >= 6 and sent[(CONSUMER, "Fetch")] >= 1
-    assert_paired_but_in_flight(table(out, "frames").to_pylist())  # a client may close with a request in flight
+    assert_paired_but_in_flight(frames.to_dict("records"))  # a client may close with a request in flight
     records = table(out, "records").to_pandas()
     produced = records[(records.direction == "produce") & (records.client_id == PRODUCER)]
     fetched = records[(records.direction == "fetch") & (records.client_id == CONSUMER)]

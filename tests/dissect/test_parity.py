@@ -158,16 +158,13 @@ def _record_data() -> dict[str, bytes]:
 def test_every_kind_of_record_data_gives_the_same_batches_on_both_paths(tmp_path: Path) -> None:
     """Produce requests and Fetch responses carrying each kind of record data alone, and beside plain data, answered
     or not: the compiled default and the pure path write the same batches/ rows."""
-    from tests.support.kafka_messages import request, response
+    from kafkatap.dissect.protocol.generated.api_keys import ApiKey
+    from tests.support.kafka_messages import fetch_partition, request, response
 
     data = _record_data()
-    produce, fetch, port = 0, 1, 39093
+    produce, fetch, port = ApiKey.PRODUCE, ApiKey.FETCH, 39093
     flow = TcpFlow(client=("10.0.0.1", 40000), server=("10.0.0.2", port))
     packets = flow.handshake()
-
-    def partition(index: int, records: bytes) -> dict:
-        return {"partition_index": index, "error_code": 0, "high_watermark": 20, "last_stable_offset": 20,
-                "log_start_offset": 0, "aborted_transactions": [], "preferred_read_replica": -1, "records": records}
 
     corr = 0
     for kinds in [[k] for k in data] + [["plain", k] for k in data if k != "plain"]:
@@ -188,9 +185,9 @@ def test_every_kind_of_record_data_gives_the_same_batches_on_both_paths(tmp_path
             "replica_id": -1, "max_wait_ms": 500, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 0,
             "session_id": 0, "session_epoch": -1, "topics": [{"topic": "t", "partitions": asked}],
             "forgotten_topics_data": [], "rack_id": ""}))
-        packets += flow.send(1, response(fetch, 11, corr, {
-            "throttle_time_ms": 0, "error_code": 0, "session_id": 0,
-            "responses": [{"topic": "t", "partitions": [partition(i, data[k]) for i, k in enumerate(kinds)]}]}))
+        fetched = [fetch_partition(data[k], i, 20) for i, k in enumerate(kinds)]
+        packets += flow.send(1, response(fetch, 11, corr, {"throttle_time_ms": 0, "error_code": 0, "session_id": 0,
+                                                           "responses": [{"topic": "t", "partitions": fetched}]}))
     capture = tmp_path / "record_data.pcap"
     capture.write_bytes(pcap_bytes(timed(packets + flow.fin(0) + flow.fin(1))))
     run = Run(str(capture), str(tmp_path / "pure" / "record_data"), [port], False)

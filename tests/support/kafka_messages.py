@@ -59,14 +59,18 @@ def fetch_request(corr: int) -> bytes:
         "forgotten_topics_data": [], "rack_id": ""})
 
 
+def fetch_partition(records: bytes, index: int = 0, high_watermark: int = 8) -> dict:
+    """One partition of a Fetch response (v4+), without error, holding `records`."""
+    return {"partition_index": index, "error_code": 0, "high_watermark": high_watermark,
+            "last_stable_offset": high_watermark, "log_start_offset": 0, "aborted_transactions": [],
+            "preferred_read_replica": -1, "records": records}
+
+
 def fetch_response(corr: int) -> bytes:
     """Offsets 5-7 of NAMED and offset 5 of NEVER_NAMED."""
-    def part(records: bytes) -> dict:
-        return {"partition_index": 0, "error_code": 0, "high_watermark": 8, "last_stable_offset": 8,
-                "log_start_offset": 0, "aborted_transactions": [], "preferred_read_replica": -1, "records": records}
     return response(1, 13, corr, {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": [
-        {"topic_id": NAMED, "partitions": [part(batch(5, 3))]},
-        {"topic_id": NEVER_NAMED, "partitions": [part(batch(5, 1))]}]})
+        {"topic_id": NAMED, "partitions": [fetch_partition(batch(5, 3))]},
+        {"topic_id": NEVER_NAMED, "partitions": [fetch_partition(batch(5, 1))]}]})
 
 
 def metadata_request(corr: int) -> bytes:
