@@ -56,7 +56,8 @@ EMPTIED_BYTES = 2 << 20
 """Inputs over this size ask whether an intermediate that large plans are built on has a row (`emptied`): one Spark job
 each, worth it where the rows are many. The consumer duplicates' runs of the 228k-frame chatty capture, which has none,
 `analyze_bench --runs 4` alternating: 23.7 s and 41.7 CPU s against 25.4 s and 44.4 (faster in 4 of 4); on the
-bundled sample, which has runs, the job only cost (17.2 against 17.0 s, slower in 5 of 6)."""
+bundled sample, which has runs, the job only cost (17.2 against 17.0 s, slower in 5 of 6). Asked too: the fencings
+`fenced_epochs` flags and the leader-epoch refusals (the chatty capture's `fenced_epochs` plan 69 -> 2 KB)."""
 BROADCAST_ROWS = 250_000
 """Materialized rows up to this many are broadcast to a join (`broadcast_small`): at the width of the consumer
 duplicates' runs (about 110 bytes a row as Spark's rows), about 30 MB, which every executor holds once."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from kafkatap.pipelines.intermediates import materialize
+from kafkatap.pipelines.intermediates import emptied, materialize
 from kafkatap.pipelines.transforms.causes import CAUSE, with_causes
 from kafkatap.pipelines.transforms.common import (
     FENCING_ERRORS, MEMBER_FENCING, PRODUCER_FENCING, SHARE_SESSION_FENCING,
@@ -70,9 +70,11 @@ def fenced_epochs(frames: DataFrame, batches: DataFrame) -> DataFrame:
     events = with_current_epoch(handed.unionByName(used_epochs(frames, batches)))
     usage = events.where(~F.col("handed"))
     reported = _reported(usage)
-    flagged = usage.where(reported | _inferred(usage)).select(
+    # Kept, and on a large input known empty when it is (`emptied`): most captures have no fencing, and then the
+    # fencers, causes and ownership below are planned as the empty table they make instead of computed
+    flagged = emptied(materialize(usage.where(reported | _inferred(usage)).select(
         *[F.col(c).alias("stale_epoch") if c == "epoch" else c for c in usage.columns if c != "handed"],
-        (~reported).alias("inferred"))
+        (~reported).alias("inferred"))))
     txn_ids = (handed.where((F.col("kind") == "producer") & F.col("transactional_id").isNotNull())
                .groupBy("producer_id").agg(F.min("transactional_id").alias("_txn_id")))
     # Materialized: the fencers read the fencings three times (producers', members', and the join back).

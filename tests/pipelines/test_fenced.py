@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kafkatap.dissect.tables.schema import BATCHES, FRAMES
+from kafkatap.pipelines.intermediates import EMPTIED_BYTES, known_empty, once_per_run
 from kafkatap.pipelines.transforms.causes import CAUSE
 from kafkatap.pipelines.transforms.fenced import fenced_epochs
 from kafkatap.pipelines.schema import FENCED_EPOCHS
@@ -184,6 +185,24 @@ def test_leader_epoch_fencing_per_partition_with_the_current_epoch(spark):
 
 def test_no_frames_no_fencings(spark):
     assert run(spark, [frame(3, "Metadata", 1)]) == []
+
+
+@pytest.mark.own_run  # its blocks its own: the suite's one small run would hold them
+def test_a_large_run_without_fencings_plans_none_and_one_with_them_finds_the_same(spark):
+    """Over inputs large enough to ask (`EMPTIED_BYTES`), a capture without any fencing gets the table planned as
+    empty (its fencers, causes and leader epochs never computed), and one with fencings the rows it gets anywhere."""
+    beat = [frame(CGH, "ConsumerGroupHeartbeat", s, correlation_id=s, group_id="g", member_id="m1", member_epoch=e,
+                  response_member_epoch=e + 1, response={"member_id": "m1", "member_epoch": e + 1})
+            for s, e in ((1, 0), (2, 1))]
+    stale = [frame(CGH, "ConsumerGroupHeartbeat", 3, correlation_id=3, group_id="g", member_id="m1", member_epoch=1,
+                   error_code=110, error_name="FENCED_MEMBER_EPOCH"),
+             frame(1, "Fetch", 4, correlation_id=4, error_code=74, error_name="FENCED_LEADER_EPOCH")]
+    with once_per_run(spark, 0):
+        outside = run(spark, beat + stale)
+    assert [r["error_name"] for r in outside] == ["FENCED_MEMBER_EPOCH", "FENCED_LEADER_EPOCH"]
+    with once_per_run(spark, EMPTIED_BYTES + 1):
+        assert known_empty(fenced_epochs(table(spark, FRAMES, beat), table(spark, BATCHES, [])))
+        assert run(spark, beat + stale) == outside
 
 
 def _join(ts, member, generation, timeout_ms=6000, **values):
