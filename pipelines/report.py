@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import argparse
 import contextvars
+import queue
 import threading
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import FIRST_COMPLETED, CancelledError, Future, ThreadPoolExecutor, wait
+from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -134,12 +135,16 @@ def _write(spark: SparkSession, report: str, tables: dict[str, DataFrame], inp: 
             for name in tables}
 
 
+def member_tables(inp: Inputs, done: Mapping[str, DataFrame], window: str) -> dict[str, DataFrame]:
+    """A step of its own, the job's first: the jobs that read the members start once they are written (`Job.reads`)."""
+    return {"sessions/members": members(inp.frames, inp.batches)}
+
+
 def session_tables(inp: Inputs, done: Mapping[str, DataFrame], window: str) -> dict[str, DataFrame]:
     return {
         "sessions/connections": connections(inp.frames, inp.connections),
         "sessions/groups": groups(inp.frames),
         "sessions/commits": group_commits(inp.frames, inp.batches),
-        "sessions/members": members(inp.frames, inp.batches),
         "sessions/producers": producers(inp.frames, inp.batches),
         "sessions/transactions": transactions(inp.frames, inp.batches),
         "sessions/share_members": share_members(inp.frames, inp.share),
@@ -202,16 +207,21 @@ class Job:
     steps: tuple[Step, ...]
     needs: tuple[str, ...] = ()
     """Jobs whose tables the steps read from `done`: run before this one."""
+    reads: tuple[str, ...] = ()
+    """When the steps read only some of those tables, which: the job then starts as soon as they are written, while the
+    jobs writing them go on with their later steps (the 228k-frame chatty capture's `duplicate_deliveries`, the
+    longest job, waited for all of `sessions` before)."""
 
 
 JOBS: dict[str, Job] = {
-    "sessions": Job((session_tables, fetch_link_tables)),
+    "sessions": Job((member_tables, session_tables, fetch_link_tables)),
     "fenced_epochs": Job((fenced_tables,)),
-    "duplicate_deliveries": Job((duplicate_tables,), needs=("sessions", "fenced_epochs")),
+    "duplicate_deliveries": Job((duplicate_tables,), needs=("sessions", "fenced_epochs"),
+                                reads=("sessions/members", "fenced_epochs")),
     "rebalances": Job((rebalance_tables,)),
     "share_records": Job((share_record_tables, share_spso_tables)),
     "throughput": Job((throughput_tables,)),
-    "ownership_conflicts": Job((conflict_tables,), needs=("sessions",)),
+    "ownership_conflicts": Job((conflict_tables,), needs=("sessions",), reads=("sessions/members",)),
     "e2e_latency": Job((e2e_tables,), needs=("sessions",)),
 }
 """Every job, in the order a run of them all starts them (`_run_jobs`, `with_needs`): the jobs others need first, then
@@ -254,9 +264,16 @@ def jobs_at_a_time(inp: Inputs) -> int:
     return CONCURRENT_JOBS if inp.one_partition else 1
 
 
+def ready(job: str, finished: set[str], written: Mapping[str, DataFrame]) -> bool:
+    """Whether `job` can start: the jobs it needs have ended, or the tables it reads of theirs are written."""
+    spec = JOBS[job]
+    return finished.issuperset(spec.needs) or bool(spec.reads) and all(table in written for table in spec.reads)
+
+
 def _run_job(spark: SparkSession, report: str, inp: Inputs, job: str, done: Mapping[str, DataFrame], window: str,
-             stop: threading.Event) -> dict[str, DataFrame]:
-    """One job's steps, in this thread; returns its tables as written. `stop` set: end before the next step."""
+             stop: threading.Event, publish: Callable[[dict[str, DataFrame]], None]) -> None:
+    """One job's steps, in this thread; each step's tables as written go to `publish` once written. `stop` set: end
+    before the next step."""
     sc = spark.sparkContext
     sc.setLocalProperty(JOB_PROPERTY, job)  # Spark's jobs and event log say whose they are
     written: dict[str, DataFrame] = {}
@@ -265,11 +282,12 @@ def _run_job(spark: SparkSession, report: str, inp: Inputs, job: str, done: Mapp
             if stop.is_set():
                 raise CancelledError(job)
             _call_site(sc, f"{job}: {step.__name__}")
-            written |= _write(spark, report, step(inp, {**done, **written}, window), inp)
+            tables = _write(spark, report, step(inp, {**done, **written}, window), inp)
+            written |= tables
+            publish(tables)
     finally:
         sc.setLocalProperty(JOB_PROPERTY, None)
         _call_site(sc, None)
-    return written
 
 
 def _call_site(sc: SparkContext, text: str | None) -> None:
@@ -283,29 +301,36 @@ def _call_site(sc: SparkContext, text: str | None) -> None:
 
 def _run_jobs(spark: SparkSession, report: str, inp: Inputs, jobs: list[str], window: str,
               on_job: Callable[[str, float], None] | None) -> dict[str, DataFrame]:
-    """Run `jobs` (each after the jobs it needs), up to `jobs_at_a_time` at a time, in `with_needs` order; returns
-    every table written. The first failure (or Ctrl-C) stops the rest: no new job or step starts, Spark's running
-    jobs are cancelled, and it is raised once the other threads have ended."""
+    """Run `jobs` (each after the jobs it needs, or the tables it reads of theirs: `ready`), up to `jobs_at_a_time` at
+    a time, in `with_needs` order; returns every table written. The first failure (or Ctrl-C) stops the rest: no new
+    job or step starts, Spark's running jobs are cancelled, and it is raised once the other threads have ended."""
     pending, done, finished = with_needs(jobs), {}, set()
-    running: dict[Future, tuple[str, float]] = {}
+    running: dict[str, float] = {}
+    # what the job threads tell this one, in the order it happened: a step's tables (a dict), a job's end (its future)
+    events: queue.SimpleQueue[dict[str, DataFrame] | tuple[str, Future]] = queue.SimpleQueue()
     stop, at_a_time = threading.Event(), jobs_at_a_time(inp)
     with ThreadPoolExecutor(at_a_time, thread_name_prefix="kafkatap-job",
                             initializer=class_lookups.on_this_thread) as pool:
         try:
             while pending or running:
-                for job in [j for j in pending if finished.issuperset(JOBS[j].needs)][:at_a_time - len(running)]:
+                for job in [j for j in pending if ready(j, finished, done)][:at_a_time - len(running)]:
                     pending.remove(job)
                     # the copied context carries `once_per_run`'s run into the thread; the tables so far as they
-                    # are now (the ones it needs among them): `done` grows while the job runs
+                    # are now (the ones it reads among them): `done` grows while the job runs
                     future = pool.submit(contextvars.copy_context().run, _run_job, spark, report, inp, job,
-                                         dict(done), window, stop)
-                    running[future] = (job, time.perf_counter())
-                for future in wait(running, return_when=FIRST_COMPLETED).done:
-                    job, start = running.pop(future)
-                    done |= future.result()
-                    finished.add(job)
-                    if on_job is not None:
-                        on_job(job, time.perf_counter() - start)
+                                         dict(done), window, stop, events.put)
+                    running[job] = time.perf_counter()
+                    future.add_done_callback(lambda f, job=job: events.put((job, f)))  # after its last step's tables
+                event = events.get()
+                if isinstance(event, dict):
+                    done |= event
+                    continue
+                job, future = event
+                future.result()
+                finished.add(job)
+                start = running.pop(job)
+                if on_job is not None:
+                    on_job(job, time.perf_counter() - start)
         except BaseException:
             stop.set()
             spark.sparkContext.cancelAllJobs()

@@ -39,6 +39,7 @@ def test_needed_jobs_run_first_once_and_in_order() -> None:
     assert with_needs(["e2e_latency", "ownership_conflicts"]) == ["sessions", "e2e_latency", "ownership_conflicts"]
     assert with_needs(list(JOBS)) == list(JOBS)  # analyze's own order already has every need first
     assert all(need in JOBS for job in JOBS.values() for need in job.needs)
+    assert all(table in schema.TABLES for job in JOBS.values() for table in job.reads)
     needed = {need for job in JOBS.values() for need in job.needs}
     assert set(list(JOBS)[:len(needed)]) == needed  # a run of them all starts what others wait for before the rest
 
@@ -261,6 +262,38 @@ def test_independent_jobs_overlap_and_a_job_starts_after_its_needs(spark, monkey
 
 
 @pytest.mark.spark
+def test_a_job_starts_once_the_tables_it_reads_are_written(spark, monkeypatch) -> None:
+    """A job that reads only some tables of a job it needs starts once the step writing them has, beside that job's
+    later steps, and finds them in `done`; every step's tables end in the run's."""
+    import time
+
+    from kafkatap.pipelines import report
+
+    spans: dict[str, float] = {}
+    seen: dict[str, str] = {}
+
+    def first(inp, done, window):
+        return {"a/first": "rows"}
+
+    def second(inp, done, window):
+        time.sleep(0.4)
+        spans["a_end"] = time.perf_counter()
+        return {"a/second": "rows"}
+
+    def reader(inp, done, window):
+        spans["b_start"] = time.perf_counter()
+        seen.update(done)
+        return {}
+
+    monkeypatch.setattr(report, "JOBS", {"a": report.Job((first, second)),
+                                         "b": report.Job((reader,), needs=("a",), reads=("a/first",))})
+    monkeypatch.setattr(report, "_write", lambda spark, out, tables, inp: tables)  # the tables as they are
+    done = report._run_jobs(spark, "unused", NO_INPUTS, ["b"], "1s", None)
+    assert spans["b_start"] < spans["a_end"] and seen == {"a/first": "rows"}
+    assert done == {"a/first": "rows", "a/second": "rows"}
+
+
+@pytest.mark.spark
 def test_jobs_over_a_partitioned_input_run_one_at_a_time(spark, monkeypatch) -> None:
     """Their tasks fill the cores: a second job would only share them, and each job's time would be both jobs'."""
     from kafkatap.pipelines import report
@@ -302,7 +335,7 @@ def test_a_steps_spark_jobs_are_named_after_the_kafkatap_job_and_step(spark, mon
         return {}
 
     monkeypatch.setattr(report, "JOBS", {"sessions": report.Job((load,))})
-    report._run_job(spark, "unused", NO_INPUTS, "sessions", {}, "1s", threading.Event())
+    report._run_job(spark, "unused", NO_INPUTS, "sessions", {}, "1s", threading.Event(), lambda tables: None)
     assert seen == [("sessions: load", "sessions: load")]
     assert "sessions" not in call_site()[0]
 
