@@ -246,14 +246,15 @@ def materialize(df: DataFrame) -> DataFrame:
 
 
 def emptied(df: DataFrame) -> DataFrame:
-    """A kept `df` itself, or, when it has no row, `df` known empty to the plans that read it, so that Spark's optimizer
-    removes the joins and windows built on it instead of running them over their other inputs. One Spark job, that
-    computes the kept rows its readers would compute anyway; so only on inputs large enough to pay for it
-    (`EMPTIED_BYTES`). Outside a run, `df` itself."""
+    """`df` kept (`materialize`), and, when it has no row, known empty to the plans that read it, so that Spark's
+    optimizer removes the joins and windows built on it instead of running them over their other inputs. Asking is
+    one Spark job, that computes the kept rows its readers would compute anyway; so only on inputs large enough to pay
+    for it (`EMPTIED_BYTES`), and never outside a run."""
+    kept = materialize(df)
     run = _RUN.get()
     if run is None or not run.asks_empty:
-        return df
-    return df.limit(0) if df.isEmpty() else df
+        return kept
+    return kept.limit(0) if kept.isEmpty() else kept
 
 
 def broadcast_small(df: DataFrame) -> DataFrame:

@@ -72,9 +72,9 @@ def fenced_epochs(frames: DataFrame, batches: DataFrame) -> DataFrame:
     reported = _reported(usage)
     # Kept, and on a large input known empty when it is (`emptied`): most captures have no fencing, and then the
     # fencers, causes and ownership below are planned as the empty table they make instead of computed
-    flagged = emptied(materialize(usage.where(reported | _inferred(usage)).select(
+    flagged = emptied(usage.where(reported | _inferred(usage)).select(
         *[F.col(c).alias("stale_epoch") if c == "epoch" else c for c in usage.columns if c != "handed"],
-        (~reported).alias("inferred"))))
+        (~reported).alias("inferred")))
     txn_ids = (handed.where((F.col("kind") == "producer") & F.col("transactional_id").isNotNull())
                .groupBy("producer_id").agg(F.min("transactional_id").alias("_txn_id")))
     # Materialized: the fencers read the fencings three times (producers', members', and the join back).

@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 from kafkatap.dissect.protocol.generated.errors import ErrorCode
-from kafkatap.pipelines.intermediates import emptied, materialize
+from kafkatap.pipelines.intermediates import emptied
 from kafkatap.pipelines.transforms.common import LEADER_FENCING, of_apis, response_source
 from kafkatap.pipelines.transforms.replicas import replica_id
 
@@ -60,8 +60,8 @@ def leader_fencings(frames: DataFrame) -> DataFrame:
     # a follower behind a leader change is refused too: it truncates and goes on replicating, no client is fenced
     follower = (F.col("api_key") == ApiKey.FETCH) & (replica_id() >= 0)
     # read three times below; without any (most captures), Spark's optimizer drops the Metadata parsing and sweep
-    rejected = emptied(materialize(frames.where(F.col("error_name").isin(LEADER_FENCING) & ~follower).withColumn(
-        "ts", F.coalesce("ts_request", "ts_response"))))
+    rejected = emptied(frames.where(F.col("error_name").isin(LEADER_FENCING) & ~follower).withColumn(
+        "ts", F.coalesce("ts_request", "ts_response")))
     keys = ["conn_id", "correlation_id"]
     resp = F.from_json(F.col("response_json"), RESPONSE)
     answered = _resolved(_partitions(rejected, F.coalesce(resp["responses"], resp["topics"]), *keys), names).where(

@@ -134,7 +134,7 @@ def consumer_duplicates(batches: DataFrame, records: DataFrame | None, spans: Da
     deliveries = materialize(with_consumed(materialize(_consumer_deliveries(batches, spans)), commits(frames)))
     # the runs are few next to the deliveries (89,442 against 4.4 M at 10 M generated frames): broadcast when few
     # enough, the deliveries then meet them without an exchange and a sort
-    runs = emptied(materialize(_first_two(broadcast_small(_coverage_runs(deliveries, key)), deliveries, key)))
+    runs = emptied(_first_two(broadcast_small(_coverage_runs(deliveries, key)), deliveries, key))
     caused = _with_cause(_record_counts(runs, records), _group_events(frames, fenced))
     kinds = group_kinds(frames).withColumnRenamed("kind", "group_kind")
     wire_only = F.col("deliveries") < 2
