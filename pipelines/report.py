@@ -59,7 +59,7 @@ from kafkatap.pipelines.transforms.replicas import mark_replication, replica_con
 from kafkatap.pipelines.transforms.share_members import share_members
 from kafkatap.pipelines.transforms.share_records import share_records
 from kafkatap.pipelines.transforms.share_spso import spso_pinned, spso_windows
-from kafkatap.pipelines.transforms.summary import summary
+from kafkatap.pipelines.transforms.summary import input_counts, summary
 
 
 @dataclass
@@ -300,10 +300,13 @@ def _call_site(sc: SparkContext, text: str | None) -> None:
 
 
 def _run_jobs(spark: SparkSession, report: str, inp: Inputs, jobs: list[str], window: str,
-              on_job: Callable[[str, float], None] | None) -> dict[str, DataFrame]:
+              on_job: Callable[[str, float], None] | None,
+              last: Callable[[], object] | None = None) -> dict[str, DataFrame]:
     """Run `jobs` (each after the jobs it needs, or the tables it reads of theirs: `ready`), up to `jobs_at_a_time` at
-    a time, in `with_needs` order; returns every table written. The first failure (or Ctrl-C) stops the rest: no new
-    job or step starts, Spark's running jobs are cancelled, and it is raised once the other threads have ended."""
+    a time, in `with_needs` order; returns every table written. `last`, work that reads no table of the run, goes to
+    the first job thread free once every job has started, so it fills the end of the run instead of following it.
+    The first failure (or Ctrl-C) stops the rest: no new job or step starts, Spark's running jobs are cancelled, and
+    it is raised once the other threads have ended."""
     pending, done, finished = with_needs(jobs), {}, set()
     running: dict[str, float] = {}
     # what the job threads tell this one, in the order it happened: a step's tables (a dict), a job's end (its future)
@@ -312,7 +315,7 @@ def _run_jobs(spark: SparkSession, report: str, inp: Inputs, jobs: list[str], wi
     with ThreadPoolExecutor(at_a_time, thread_name_prefix="kafkatap-job",
                             initializer=class_lookups.on_this_thread) as pool:
         try:
-            while pending or running:
+            while pending or running or last is not None:
                 for job in [j for j in pending if ready(j, finished, done)][:at_a_time - len(running)]:
                     pending.remove(job)
                     # the copied context carries `once_per_run`'s run into the thread; the tables so far as they
@@ -321,14 +324,21 @@ def _run_jobs(spark: SparkSession, report: str, inp: Inputs, jobs: list[str], wi
                                          dict(done), window, stop, events.put)
                     running[job] = time.perf_counter()
                     future.add_done_callback(lambda f, job=job: events.put((job, f)))  # after its last step's tables
+                if last is not None and not pending and len(running) < at_a_time:
+                    future = pool.submit(contextvars.copy_context().run, _run_last, spark, last)
+                    running[_LAST] = time.perf_counter()
+                    future.add_done_callback(lambda f: events.put((_LAST, f)))
+                    last = None
                 event = events.get()
                 if isinstance(event, dict):
                     done |= event
                     continue
                 job, future = event
                 future.result()
-                finished.add(job)
                 start = running.pop(job)
+                if job == _LAST:
+                    continue
+                finished.add(job)
                 if on_job is not None:
                     on_job(job, time.perf_counter() - start)
         except BaseException:
@@ -336,6 +346,18 @@ def _run_jobs(spark: SparkSession, report: str, inp: Inputs, jobs: list[str], wi
             spark.sparkContext.cancelAllJobs()
             raise
     return done
+
+
+_LAST = "(last)"
+"""`_run_jobs`' name for its `last` work among the running jobs; no job's name."""
+
+
+def _run_last(spark: SparkSession, last: Callable[[], object]) -> None:
+    _call_site(spark.sparkContext, "summary")
+    try:
+        last()
+    finally:
+        _call_site(spark.sparkContext, None)
 
 
 def run(spark: SparkSession, out: str, report: str, jobs: list[str], window: str = "1s",
@@ -354,9 +376,11 @@ def run(spark: SparkSession, out: str, report: str, jobs: list[str], window: str
         delete(spark, join_uri(report, "summary.json"))
         inp = read_inputs(spark, out)
         with once_per_run(spark, inp.input_bytes):
-            done = _run_jobs(spark, report, inp, jobs, window, on_job)
+            counts: list[dict] = []
+            done = _run_jobs(spark, report, inp, jobs, window, on_job,
+                             last=lambda: counts.append(input_counts(inp.frames, inp.batches, inp.anomalies)))
             tables = existing_tables(spark, report, done)
-            result = summary(inp.frames, inp.batches, inp.anomalies, tables, window)
+            result = summary(counts[0], tables, window)
         write_json(spark, join_uri(report, "summary.json"), result)
     class_archive.dump(spark)  # after the first complete local run: what every later one loads
     return result

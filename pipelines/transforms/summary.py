@@ -15,10 +15,11 @@ class _Queries:
     """The summary's aggregations, run as one Spark job: each row as JSON under its query's name.
 
     Each one a job of its own (about twenty on a full report) cost more to plan and schedule than to compute: over a
-    small input most of their time was per-job overhead."""
+    small input most of their time was per-job overhead. `rows` are queries already collected (`input_counts`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, rows: dict[str, list[dict]] | None = None) -> None:
         self._parts: list[DataFrame] = []
+        self._collected = dict(rows or {})
         self._rows: dict[str, list[dict]] | None = None
 
     def add(self, name: str, df: DataFrame) -> None:
@@ -27,8 +28,9 @@ class _Queries:
 
     def __getitem__(self, name: str) -> list[dict]:
         if self._rows is None:
-            self._rows = {}
-            for r in functools.reduce(DataFrame.unionByName, self._parts).collect():
+            self._rows = dict(self._collected)
+            rows = functools.reduce(DataFrame.unionByName, self._parts).collect() if self._parts else []
+            for r in rows:
                 self._rows.setdefault(r["query"], []).append(json.loads(r["row"]))
         return self._rows.get(name, [])
 
@@ -44,8 +46,13 @@ def _by_kind(rows: list[dict], field: str = "ranges") -> dict[str, int]:
     return out
 
 
-def summary(frames: DataFrame, batches: DataFrame, anomalies: DataFrame, tables: dict[str, DataFrame],
-            window: str) -> dict:
+INPUT_QUERIES = ("frames", "errors", "data", "anomalies")
+
+
+def input_counts(frames: DataFrame, batches: DataFrame, anomalies: DataFrame) -> dict[str, list[dict]]:
+    """The summary's counts of the inputs, one Spark job. They read no report table, so a run collects them on a job
+    thread once every job has started (`report._run_jobs`), beside its last jobs instead of after them: on the
+    228k-frame chatty capture, the query the run ended with alone (1.2 s) was mostly these."""
     q = _Queries()
     q.add("frames", frames.agg(
         F.count(F.lit(1)).alias("frames"),
@@ -65,6 +72,13 @@ def summary(frames: DataFrame, batches: DataFrame, anomalies: DataFrame, tables:
         F.sum(F.when((F.col("direction") == "produce") & written, F.col("record_count"))).alias("produced"),
         F.sum(F.when(F.col("direction").isin("fetch", "share_fetch"), F.col("record_count"))).alias("fetched")))
     q.add("anomalies", _count(anomalies))
+    return {name: q[name] for name in INPUT_QUERIES}
+
+
+def summary(counts: dict[str, list[dict]], tables: dict[str, DataFrame], window: str) -> dict:
+    """summary.json from the inputs' `counts` (`input_counts`) and the report's `tables`, whose counts are one more
+    Spark job."""
+    q = _Queries(counts)
     for name in ("sessions/connections", "sessions/members", "sessions/share_members", "sessions/producers",
                  "share_spso/pinned", "ownership_conflicts"):
         if name in tables:

@@ -229,8 +229,10 @@ def test_jobs_in_threads_compute_a_shared_intermediate_once(spark) -> None:
     assert len(calls) == 1 and all(k is kept[0] for k in kept)
 
 
-def _timed_jobs(monkeypatch, spans: dict[str, tuple[float, float]], fail: str | None = None) -> None:
-    """Stand-in jobs a (0.4 s), b (needs a), c (0.4 s, or failing when `fail` is c) recording when they ran."""
+def _timed_jobs(monkeypatch, spans: dict[str, tuple[float, float]], fail: str | None = None,
+                seconds: tuple[float, float, float] = (0.4, 0.1, 0.4)) -> None:
+    """Stand-in jobs a (0.4 s), b (needs a; 0.1 s), c (0.4 s), or as long as `seconds` says, the one `fail` names
+    failing, recording when they ran."""
     import time
 
     from kafkatap.pipelines import report
@@ -245,7 +247,7 @@ def _timed_jobs(monkeypatch, spans: dict[str, tuple[float, float]], fail: str | 
             return {}
         return report.Job((step,), needs=("a",) if name == "b" else ())
 
-    monkeypatch.setattr(report, "JOBS", {"a": job("a", 0.4), "b": job("b", 0.1), "c": job("c", 0.4)})
+    monkeypatch.setattr(report, "JOBS", {name: job(name, s) for name, s in zip("abc", seconds)})
 
 
 @pytest.mark.spark
@@ -259,6 +261,24 @@ def test_independent_jobs_overlap_and_a_job_starts_after_its_needs(spark, monkey
     assert sorted(heard) == ["a", "b", "c"]
     assert spans["b"][0] >= spans["a"][1]  # b needs a
     assert spans["c"][0] < spans["a"][1] and spans["a"][0] < spans["c"][1]  # a and c side by side
+
+
+@pytest.mark.spark
+def test_the_last_work_fills_a_free_job_thread_once_every_job_has_started(spark, monkeypatch) -> None:
+    """The summary's counts of the inputs (`last`) run beside the run's last job, not after it, and not while a job
+    waits to start: c ends first, and the thread it frees stays free for b until a ends."""
+    import time
+
+    from kafkatap.pipelines import report
+
+    spans: dict[str, tuple[float, float]] = {}
+    _timed_jobs(monkeypatch, spans, seconds=(0.4, 0.3, 0.1))
+
+    def last() -> None:
+        spans["last"] = (time.perf_counter(), time.perf_counter())
+
+    report._run_jobs(spark, "unused", NO_INPUTS, ["b", "c"], "1s", None, last=last)
+    assert spans["c"][1] < spans["a"][1] <= spans["last"][0] < spans["b"][1]
 
 
 @pytest.mark.spark

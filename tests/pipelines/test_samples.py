@@ -22,7 +22,7 @@ from kafkatap.pipelines.transforms.fenced import fenced_epochs
 from kafkatap.pipelines.transforms.members import member_spans, members
 from kafkatap.pipelines.report import job_main, read_inputs
 from kafkatap.pipelines.storage import spark_schema
-from kafkatap.pipelines.transforms.summary import summary
+from kafkatap.pipelines.transforms.summary import input_counts, summary
 from tests.support.dissected_rows import rows
 from tests.support.paths import REAL_BROKER_SAMPLES, SAMPLES
 from tests.support.truth_checks import (check_duplicates, check_fenced, check_frozen_member, check_produced, frozen,
@@ -144,19 +144,26 @@ def test_one_job_alone_runs_what_it_needs_and_writes_what_analyze_writes(dissect
     assert not (alone / "fenced_epochs").exists() and not (alone / "rebalances").exists()
 
 
-def test_the_summary_is_one_spark_job(spark, dissected):
-    """summary.json's counts over the inputs and every report table are collected in one Spark job: a job each
-    (about twenty) cost more to plan and schedule than to compute."""
+def test_the_summary_is_one_spark_job_for_the_inputs_and_one_for_the_tables(spark, dissected):
+    """summary.json's counts over the inputs are collected in one Spark job (which a run starts beside its last jobs),
+    and its counts over every report table in one more: a job each (about twenty) cost more to plan and schedule than
+    to compute."""
     _, root = dissected["classic_group"]
     inp = read_inputs(spark, str(root))
     tables = {name: spark.createDataFrame([], spark_schema(declared)) for name, declared in schema.TABLES.items()}
     sc = spark.sparkContext
-    sc.setJobGroup("summary-test", "the summary's Spark jobs")
-    try:
-        out = summary(inp.frames, inp.batches, inp.anomalies, tables, "1s")
-    finally:
-        sc.setLocalProperty("spark.jobGroup.id", None)
-    assert len(sc.statusTracker().getJobIdsForGroup("summary-test")) == 1
+
+    def spark_jobs(group: str, work):
+        sc.setJobGroup(group, "the summary's Spark jobs")
+        try:
+            result = work()
+        finally:
+            sc.setLocalProperty("spark.jobGroup.id", None)
+        assert len(sc.statusTracker().getJobIdsForGroup(group)) == 1, group
+        return result
+
+    counts = spark_jobs("summary-inputs", lambda: input_counts(inp.frames, inp.batches, inp.anomalies))
+    out = spark_jobs("summary-tables", lambda: summary(counts, tables, "1s"))
     assert out["frames"] > 0 and out["members"] == 0 and out["transactions"] == {
         "commit": 0, "abort": 0, "fenced": 0, "open": 0}
 
