@@ -353,6 +353,7 @@ _LAST = "(last)"
 
 
 def _run_last(spark: SparkSession, last: Callable[[], object]) -> None:
+    """`last` on a job thread, its Spark jobs named after its one use, the summary (`_call_site`)."""
     _call_site(spark.sparkContext, "summary")
     try:
         last()

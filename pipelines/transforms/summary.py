@@ -46,7 +46,7 @@ def _by_kind(rows: list[dict], field: str = "ranges") -> dict[str, int]:
     return out
 
 
-INPUT_QUERIES = ("frames", "errors", "data", "anomalies")
+_INPUT_QUERIES = ("frames", "errors", "data", "anomalies")
 
 
 def input_counts(frames: DataFrame, batches: DataFrame, anomalies: DataFrame) -> dict[str, list[dict]]:
@@ -72,7 +72,7 @@ def input_counts(frames: DataFrame, batches: DataFrame, anomalies: DataFrame) ->
         F.sum(F.when((F.col("direction") == "produce") & written, F.col("record_count"))).alias("produced"),
         F.sum(F.when(F.col("direction").isin("fetch", "share_fetch"), F.col("record_count"))).alias("fetched")))
     q.add("anomalies", _count(anomalies))
-    return {name: q[name] for name in INPUT_QUERIES}
+    return {name: q[name] for name in _INPUT_QUERIES}
 
 
 def summary(counts: dict[str, list[dict]], tables: dict[str, DataFrame], window: str) -> dict:

@@ -59,7 +59,7 @@ def _possible_resends(produced: DataFrame, records: DataFrame) -> DataFrame:
     sent = (produced.where(F.col("producer_id") < 0).join(prints, batch_key, "inner")
             .withColumn("assigned", F.coalesce("assigned_offset", F.lit(-1))))
     # the fingerprint first: the window's sort compares rows by an 8-byte prefix of its first key, and a client's
-    # batches share their client id's and topic's first bytes (client id first, that sort took 1.6 of the 228k-frame
+    # batches share their client id's and topic's first bytes (client id first, that sort took 1.6 s of the 228k-frame
     # chatty capture's 3.6 s of the table's tasks; 0.74 s now)
     order = Window.partitionBy("fingerprint", "record_count", "client_id", "topic", "partition").orderBy("ts")
     everything = order.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
