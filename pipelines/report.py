@@ -377,7 +377,7 @@ def run(spark: SparkSession, out: str, report: str, jobs: list[str], window: str
         delete(spark, join_uri(report, "summary.json"))
         inp = read_inputs(spark, out)
         with once_per_run(spark, inp.input_bytes):
-            counts: list[dict] = []
+            counts: list[dict[str, list[dict]]] = []  # what `last` collected
             done = _run_jobs(spark, report, inp, jobs, window, on_job,
                              last=lambda: counts.append(input_counts(inp.frames, inp.batches, inp.anomalies)))
             tables = existing_tables(spark, report, done)

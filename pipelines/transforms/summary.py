@@ -15,11 +15,10 @@ class _Queries:
     """The summary's aggregations, run as one Spark job: each row as JSON under its query's name.
 
     Each one a job of its own (about twenty on a full report) cost more to plan and schedule than to compute: over a
-    small input most of their time was per-job overhead. `rows` are queries already collected (`input_counts`)."""
+    small input most of their time was per-job overhead."""
 
-    def __init__(self, rows: dict[str, list[dict]] | None = None) -> None:
+    def __init__(self) -> None:
         self._parts: list[DataFrame] = []
-        self._collected = dict(rows or {})
         self._rows: dict[str, list[dict]] | None = None
 
     def add(self, name: str, df: DataFrame) -> None:
@@ -28,9 +27,8 @@ class _Queries:
 
     def __getitem__(self, name: str) -> list[dict]:
         if self._rows is None:
-            self._rows = dict(self._collected)
-            rows = functools.reduce(DataFrame.unionByName, self._parts).collect() if self._parts else []
-            for r in rows:
+            self._rows = {}
+            for r in functools.reduce(DataFrame.unionByName, self._parts).collect():
                 self._rows.setdefault(r["query"], []).append(json.loads(r["row"]))
         return self._rows.get(name, [])
 
@@ -78,7 +76,7 @@ def input_counts(frames: DataFrame, batches: DataFrame, anomalies: DataFrame) ->
 def summary(counts: dict[str, list[dict]], tables: dict[str, DataFrame], window: str) -> dict:
     """summary.json from the inputs' `counts` (`input_counts`) and the report's `tables`, whose counts are one more
     Spark job."""
-    q = _Queries(counts)
+    q = _Queries()
     for name in ("sessions/connections", "sessions/members", "sessions/share_members", "sessions/producers",
                  "share_spso/pinned", "ownership_conflicts"):
         if name in tables:
@@ -108,9 +106,9 @@ def summary(counts: dict[str, list[dict]], tables: dict[str, DataFrame], window:
     if "e2e_latency" in tables:
         q.add("e2e_latency", tables["e2e_latency"].groupBy("topic").agg(F.max("p99_ms").alias("p99")))
 
-    f, = q["frames"]
-    by_name = q["errors"]
-    data, = q["data"]
+    f, = counts["frames"]
+    by_name = counts["errors"]
+    data, = counts["data"]
     out: dict = {
         "frames": f["frames"], "capture_start": f["start"], "capture_end": f["end"],
         "capture_span_s": float(f["span"] or 0.0),
@@ -118,7 +116,7 @@ def summary(counts: dict[str, list[dict]], tables: dict[str, DataFrame], window:
         "errors": sum(r["n"] for r in by_name),
         "errors_by_name": {r["error_name"] or "unknown": r["n"] for r in by_name},
         "produced_records": int(data["produced"] or 0), "fetched_records": int(data["fetched"] or 0),
-        "anomalies": q["anomalies"][0]["n"], "window": window,
+        "anomalies": counts["anomalies"][0]["n"], "window": window,
     }
     if "sessions/connections" in tables:
         out["connections"] = q["sessions/connections"][0]["n"]
