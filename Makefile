@@ -54,8 +54,10 @@ build-packages:
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
 
-# Rebuilt when a compiled module's source changes: the editable install compiles the .pyx files only when installed.
-$(BIN)/.installed: pyproject.toml setup.py $(wildcard */*.pyx */*/*.pyx */*/*.pxd) | build-packages
+# Rebuilt when a compiled module's source changes: the editable install compiles the .pyx files, and the .py files a
+# .pxd types (Cython's pure-Python mode, setup.py), only when installed.
+COMPILED_SOURCES := $(wildcard */*.pyx */*/*.pyx */*/*.pxd) $(wildcard $(patsubst %.pxd,%.py,$(wildcard */*/*.pxd)))
+$(BIN)/.installed: pyproject.toml setup.py $(COMPILED_SOURCES) | build-packages
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev]'
