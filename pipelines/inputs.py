@@ -17,7 +17,7 @@ from py4j.protocol import Py4JJavaError
 from pyspark.errors.exceptions.captured import CapturedException
 from pyspark.sql import SparkSession
 
-from kafkatap.dissect.tables.schema import FRAMES
+from kafkatap.dissect.tables.schema import BATCHES, FRAMES
 from kafkatap.errors import CommandError
 from kafkatap.pipelines.failures import exception_text, java_reason
 from kafkatap.pipelines.intermediates import quick_jit
@@ -49,25 +49,33 @@ def no_such_folder(out: str) -> CommandError:
     return CommandError(f"{out} does not exist: give the folder `kafkatap dissect CAPTURE -o OUT` wrote")
 
 
-def unreadable(frames: str, reason: str) -> CommandError:
-    return CommandError(f"cannot read the frames table {frames} ({reason}): dissect the capture again")
+def unreadable(table: str, reason: str) -> CommandError:
+    """The table at URI `table` (OUT's frames/ or batches/) cannot be read."""
+    name = table.rstrip("/").rsplit("/", 1)[-1]
+    return CommandError(f"cannot read the {name} table {table} ({reason}): dissect the capture again")
 
 
 def _check(out: str, has: Callable[[str], bool], columns: Callable[[str], set[str]]) -> None:
-    """OUT holds a frames table with every column the dissector declares; `has` and `columns` read where OUT is."""
+    """OUT holds a frames table and a batches table with every column the dissector declares (an absent column would
+    be read as nulls: batches without their fingerprints would silently lose the possible re-sends); `has` and
+    `columns` read where OUT is."""
     frames = join_uri(out, "frames")
     if not has(out):
         raise no_such_folder(out)
     if not has(frames):
         raise CommandError(f"{out} is not a kafkatap dissect output: it has no frames/ table; {DISSECT_FIRST}")
-    present = columns(frames)
-    absent = [name for name in FRAMES.names if name not in present]
-    if absent:
-        shown = ", ".join(absent[:SHOWN_COLUMNS]) + (f" and {len(absent) - SHOWN_COLUMNS} more"
-                                                     if len(absent) > SHOWN_COLUMNS else "")
-        raise CommandError(f"{frames} lacks {len(absent)} of the {len(FRAMES.names)} columns of the dissector's "
-                           f"frames table ({shown}): it was written by another version; dissect the capture again "
-                           "with this one")
+    for name, schema in (("frames", FRAMES), ("batches", BATCHES)):
+        table = join_uri(out, name)
+        if name != "frames" and not has(table):
+            continue
+        present = columns(table)
+        absent = [column for column in schema.names if column not in present]
+        if absent:
+            shown = ", ".join(absent[:SHOWN_COLUMNS]) + (f" and {len(absent) - SHOWN_COLUMNS} more"
+                                                         if len(absent) > SHOWN_COLUMNS else "")
+            raise CommandError(f"{table} lacks {len(absent)} of the {len(schema.names)} columns of the dissector's "
+                               f"{name} table ({shown}): it was written by another version; dissect the capture "
+                               "again with this one")
 
 
 def check_local(out: str) -> None:
@@ -78,25 +86,25 @@ def check_local(out: str) -> None:
     if os.path.exists(path) and not os.path.isdir(path):
         raise CommandError(f"{out} is not a folder: give the folder `kafkatap dissect CAPTURE -o OUT` wrote")
 
-    def columns(frames: str) -> set[str]:
+    def columns(table: str) -> set[str]:
         # the first data file's schema, as Spark takes it
-        files = data_files(local_path(frames) or frames)
+        files = data_files(local_path(table) or table)
         if not files:
-            raise unreadable(frames, "it holds no Parquet file")
+            raise unreadable(table, "it holds no Parquet file")
         try:
             return set(pq.read_schema(files[0]).names)
         except (pa.ArrowInvalid, OSError) as exc:
-            raise unreadable(frames, parquet_problem(files[0], exc)) from exc
+            raise unreadable(table, parquet_problem(files[0], exc)) from exc
 
     _check(out, lambda uri: os.path.exists(local_path(uri) or uri), columns)
 
 
 def check_inputs(spark: SparkSession, out: str) -> None:
-    """OUT holds a frames table with every column the dissector declares, asked through Hadoop FS (any URI)."""
-    def columns(frames: str) -> set[str]:
+    """`_check` asked through Hadoop FS (any URI)."""
+    def columns(table: str) -> set[str]:
         try:
-            return set(spark.read.parquet(frames).columns)
+            return set(spark.read.parquet(table).columns)
         except (Py4JJavaError, CapturedException) as exc:  # no Parquet file in it, or a corrupt one
-            raise unreadable(frames, java_reason(exception_text(exc))) from exc
+            raise unreadable(table, java_reason(exception_text(exc))) from exc
 
     _check(out, lambda uri: exists(spark, uri), columns)

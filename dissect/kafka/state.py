@@ -41,7 +41,8 @@ class Request:
         self.body: Body | None = None
         self.error: str | None = None
         self.known = True
-        self.produce: list | None = None  # Produce: (topic, topic_id, partition, batches) awaiting the response
+        self.produce: list | None = None  # Produce: (topic, topic_id, partition, batches, fingerprints) awaiting
+        # the response
 
 
 class Response:

@@ -9,8 +9,8 @@ written, goes to the pure-Python function. The fields of Rows they read are C st
 Plain record data (magic 2 batches only, CRCs right, no control batch: what clients send and fetch) has its batches/
 rows written straight from the batch headers into the writer's columns (`_plain_rows`), without a Batch or a row
 tuple per batch: on a chatty capture those objects and the builder's reading of them were a tenth of the run. The
-header's values are derived by batch_row's functions, in the order of its HEADER_COLUMNS; other record data goes
-through batch_row.batch_rows."""
+header's values are derived by batch_row's functions, in the order of its HEADER_COLUMNS (the fingerprint null: no
+records/ asked); other record data goes through batch_row.batch_rows."""
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
@@ -98,7 +98,8 @@ def request(RowsFields rows not None, ConnState st not None, Request req not Non
     for i, (name, topic_id, partition, data) in enumerate(partitions):
         batches = data if plain else split[i]  # plain: the record data itself, its rows written from it (_plain_rows)
         if batches:
-            produce.append((name if name is not None else resolve(topic_id, "batches"), topic_id, partition, batches))
+            produce.append((name if name is not None else resolve(topic_id, "batches"), topic_id, partition, batches,
+                            None))
     req.produce = produce
 
 
@@ -125,7 +126,7 @@ def response(RowsFields rows not None, ConnState st not None, Request req not No
         if batches:
             topic = name if name is not None else resolve(topic_id, "batches")
             tail = (offsets.get((name or topic_id, partition)), high_watermark, None, partition_error)
-            _batches_rows(batches_out, carrier + (topic, topic_id, partition), batches, tail)
+            _batches_rows(batches_out, carrier + (topic, topic_id, partition), batches, tail, None)
 
 
 def frame(RowsFields rows not None, ConnState st not None, Request req not None, Response resp, where,
@@ -177,7 +178,7 @@ cdef object _error_name(code):
 cdef bint _control(list produce):
     """Whether a Produce's batches hold a control batch (its control record may need reporting); plain record data
     holds none."""
-    for _, _, _, batches in produce:
+    for _, _, _, batches, _ in produce:
         if type(batches) is bytes:
             continue
         for batch in batches:
@@ -193,18 +194,18 @@ cdef _produce_batches(RowsFields rows, Request req, ConnState st, rbody):
     head = (st.conn_id, st.client_addr, st.broker_addr, req.correlation_id, req.api_version, "produce", req.ts,
             req.client_id, None, None)
     batches_out = rows.batches
-    for topic, topic_id, partition, batches in req.produce:
+    for topic, topic_id, partition, batches, prints in req.produce:
         err, assigned = results.get((topic_id if topic_id is not None else topic, partition), (None, None))
         tail = (None, None, assigned, err)
-        _batches_rows(batches_out, head + (topic, topic_id, partition), batches, tail)
+        _batches_rows(batches_out, head + (topic, topic_id, partition), batches, tail, prints)
 
 
 cdef _split_plain(Request req):
     """A Produce's plain record data (kept as bytes by `request`) as the Batch lists the reference functions read."""
     if req.produce is None:
         return
-    req.produce = [(topic, topic_id, partition, _split_batches(batches)[0] if type(batches) is bytes else batches)
-                   for topic, topic_id, partition, batches in req.produce]
+    req.produce = [(topic, topic_id, partition, _split_batches(batches)[0] if type(batches) is bytes else batches,
+                    prints) for topic, topic_id, partition, batches, prints in req.produce]
 
 
 cdef bint _all_plain(list partitions, bint final) except -1:
@@ -235,9 +236,9 @@ cdef bint _plain(bytes data, bint final) except -1:
         pos += h.size
 
 
-cdef _batches_rows(WriterFields writer, tuple head, batches, tuple tail):
-    """A partition's batches/ rows: from plain record data (bytes) straight into the columns, else (or for what did
-    not fit there) from its Batch tuples."""
+cdef _batches_rows(WriterFields writer, tuple head, batches, tuple tail, list prints):
+    """A partition's batches/ rows: from plain record data (bytes, never with prints: its records were not read)
+    straight into the columns, else (or for what did not fit there) from its Batch tuples."""
     cdef Py_ssize_t written = 0
     if type(batches) is bytes:
         out = builder_of(writer)
@@ -246,7 +247,7 @@ cdef _batches_rows(WriterFields writer, tuple head, batches, tuple tail):
             rows_added(writer)
             return
         batches = _split_batches(batches)[0][written:]
-    _extend(writer, _batch_rows(head, batches, tail, None))
+    _extend(writer, _batch_rows(head, batches, tail, None, prints))
 
 
 cdef Py_ssize_t _plain_rows(Builder out, tuple head, bytes data, tuple tail) except -2:
@@ -286,7 +287,7 @@ cdef bint _plain_row(Builder out, tuple head, Header* h, tuple tail) except -1:
             and out.null(c + 9)
             and out.value(c + 10, compression(h.attributes)) and out.integer(c + 11, h.size)
             and out.value(c + 12, timestamp_us(h.first_timestamp)) and out.value(c + 13, timestamp_us(h.max_timestamp))
-            and out.boolean(c + 14, True)):
+            and out.boolean(c + 14, True) and out.null(c + 15)):
         raise AssertionError("_rows.pyx: a batch header's value does not fit its batches/ column")
     for c in range(_TAIL, _WIDTH):
         if not out.value(c, <object> PyTuple_GET_ITEM(tail, c - _TAIL)):

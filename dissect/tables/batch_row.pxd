@@ -12,5 +12,5 @@ cpdef bint is_control(long attributes)
 cpdef str compression(long attributes)
 cpdef object timestamp_us(long long ms)
 
-@cython.locals(fields=tuple, attributes=long, first="long long", last="long long")
-cpdef list batch_rows(tuple head, list batches, tuple tail, problem)
+@cython.locals(fields=tuple, attributes=long, first="long long", last="long long", i=Py_ssize_t)
+cpdef list batch_rows(tuple head, list batches, tuple tail, problem, list prints=*)

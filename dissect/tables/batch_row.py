@@ -30,9 +30,10 @@ COMPRESSION = CODECS + tuple(f"unknown_{codec}" for codec in range(len(CODECS), 
 
 HEADER_COLUMNS = ("magic", "base_offset", "last_offset", "record_count", "producer_id", "producer_epoch",
                   "base_sequence", "is_transactional", "is_control", "control_type", "compression", "batch_bytes",
-                  "first_timestamp", "max_timestamp", "crc_ok")
-"""The columns a batch's header gives, in the row's order: after the carrying message's (head), before the partition's
-results (tail). `batch_rows` lays them out so, and the compiled rows of plain record data (_rows.pyx) write them so."""
+                  "first_timestamp", "max_timestamp", "crc_ok", "fingerprint")
+"""The columns of each batch's own, in the row's order: its header's, then its records' fingerprint (with --records);
+after the carrying message's (head), before the partition's results (tail). `batch_rows` lays them out so, and the
+compiled rows of plain record data (_rows.pyx, never with --records: no fingerprint) write them so."""
 
 
 def is_transactional(attributes: int) -> bool:
@@ -63,10 +64,13 @@ def control_type(batch: Batch, problem: Problem) -> str | None:
         return None
 
 
-def batch_rows(head: tuple, batches: list[Batch], tail: tuple, problem: Problem) -> list[tuple]:
+def batch_rows(head: tuple, batches: list[Batch], tail: tuple, problem: Problem,
+               prints: list | None = None) -> list[tuple]:
     """batches/ rows of one partition's batches: head = conn_id .. partition, tail = fetch_offset .. error, the
-    columns every batch of the partition shares (built once per partition, not per batch)."""
+    columns every batch of the partition shares (built once per partition, not per batch); prints = each batch's
+    fingerprint, when its records were read (--records)."""
     rows = []
+    i = 0  # not enumerate: compiled, it would read a None list's length instead of raising
     for batch in batches:
         # A Batch (a NamedTuple of 17 fields) sliced is a plain tuple, whose fields the compiled module unpacks in C
         # (a tuple subclass goes through Python's iterator protocol instead); one unpack, not a dozen lookups.
@@ -77,6 +81,7 @@ def batch_rows(head: tuple, batches: list[Batch], tail: tuple, problem: Problem)
             magic, base_offset, last_offset, record_count, producer_id, producer_epoch, base_sequence,
             is_transactional(attributes), is_control(attributes),
             control_type(batch, problem) if attributes & CONTROL else None, compression(attributes), size,
-            timestamp_us(first), timestamp_us(last), crc_ok,
+            timestamp_us(first), timestamp_us(last), crc_ok, None if prints is None else prints[i],
         ) + tail)
+        i += 1
     return rows

@@ -2,13 +2,15 @@
 laid out by batch_row.py) and, with --records, the records/ rows.
 
 Batch headers come from `dissect.records.split_batches` (headers only); records are decoded only with --records.
-Record keys and values are reduced to sizes and 64-bit BLAKE2b hashes (signed, to fit int64) unless --payloads.
+Record keys and values are reduced to sizes and 64-bit BLAKE2b hashes (signed, to fit int64) unless --payloads, and
+each batch's records to its fingerprint column.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from hashlib import blake2b
+from struct import Struct
 from typing import Any
 
 from kafkatap.dissect.errors import DecodeError
@@ -60,21 +62,31 @@ def hash64(data: bytes | None) -> int | None:
     return int.from_bytes(blake2b(data, digest_size=8).digest(), "big", signed=True)
 
 
+_RECORD_PRINT = Struct("<Qiiqq").pack
+"""What of a record the batch's fingerprint covers: its offset delta, key and value sizes (-1 for null) and hashes."""
+_MASK64 = (1 << 64) - 1
+
+
 def record_rows(batch: Batch, head: tuple, topic: str, partition: int, payloads: bool,
-                problem: Problem) -> list[tuple]:
-    """records/ rows of one batch; head = (conn_id, correlation_id, direction, ts, client_id)."""
+                problem: Problem) -> tuple[list[tuple], int | None]:
+    """records/ rows of one batch, and the batch's fingerprint (None without a readable record); head = (conn_id,
+    correlation_id, direction, ts, client_id)."""
     try:
         records = batch.records()
     except DecodeError as e:
         problem("malformed_batch", f"records of batch at base offset {batch.base_offset} unreadable: {e}", batch.size)
-        return []
-    rows = []
+        return [], None
+    rows, prints = [], []
     for r in records:
         key, value = r.key, r.value
+        key_size, value_size = -1 if key is None else len(key), -1 if value is None else len(value)
+        key_hash, value_hash = hash64(key), hash64(value)
+        # the records in the batch's order, one hash for all: each record hashed on its own and XORed cost twice
+        prints.append(_RECORD_PRINT((r.offset - batch.base_offset) & _MASK64, key_size, value_size, key_hash or 0,
+                                    value_hash or 0))
         rows.append(head + (
             topic, partition, batch.base_offset, r.offset, r.sequence, batch.producer_id, ms_to_us(r.timestamp),
-            -1 if key is None else len(key), -1 if value is None else len(value), hash64(key), hash64(value),
-            [h[0] for h in r.headers],
+            key_size, value_size, key_hash, value_hash, [h[0] for h in r.headers],
             key if payloads else None, value if payloads else None,
         ))
-    return rows
+    return rows, hash64(b"".join(prints)) if rows else None

@@ -58,10 +58,10 @@ class Rows(_Base):  # type: ignore[valid-type, misc]
         results = bt.produce_results(rbody.rows) if rbody is not None else {}
         head = (st.conn_id, st.client_addr, st.broker_addr, req.correlation_id, req.api_version, "produce", req.ts,
                 req.client_id, None, None)
-        for topic, topic_id, partition, batches in req.produce:
+        for topic, topic_id, partition, batches, prints in req.produce:
             err, assigned = results.get((topic_id if topic_id is not None else topic, partition), (None, None))
             self.batches.extend(batch_rows(head + (topic, topic_id, partition), batches, (None, None, assigned, err),
-                                           problem))
+                                           problem, prints))
 
     def response_only(self, st: ConnState, at: Where, size: int, correlation_id: int) -> None:
         """A response whose request the capture does not hold: its api is unknown, so it stays undecoded."""
@@ -88,24 +88,31 @@ class Rows(_Base):  # type: ignore[valid-type, misc]
                 out[self.topics.resolve(topic_id, "frames")] = None
         return tuple(out) if out else None
 
-    def record_rows(self, batches: list, head: tuple, topic: str | None, partition: int, problem: Problem) -> None:
+    def record_rows(self, batches: list, head: tuple, topic: str | None, partition: int,
+                    problem: Problem) -> list[int | None]:
+        """Write the records/ rows of a partition's batches; their fingerprints, in the batches' order."""
+        prints = []
         for batch in batches:
-            for row in bt.record_rows(batch, head, topic, partition, self.payloads, problem):
+            rows, fingerprint = bt.record_rows(batch, head, topic, partition, self.payloads, problem)
+            prints.append(fingerprint)
+            for row in rows:
                 self.records.add(row, len(row[-1] or b"") + len(row[-2] or b"") if self.payloads else 0)
+        return prints
 
     def _produce_request(self, st: ConnState, req: Request, partitions: list[tuple], problem: Problem) -> list:
-        """(topic, topic_id, partition, batches) of each partition carrying record data."""
+        """(topic, topic_id, partition, batches, fingerprints or None) of each partition carrying record data."""
         out = []
         for name, topic_id, partition, data in partitions:
             batches = bt.split(data, True, problem)
             if not batches:
                 continue
             topic = name if name is not None else self.topics.resolve(topic_id, "batches")
-            out.append((topic, topic_id, partition, batches))
+            prints = None
             if self.records is not None:
                 head = (st.conn_id, req.correlation_id, "produce", req.ts, req.client_id)
                 rtopic = name if name is not None else self.topics.resolve(topic_id, "records")
-                self.record_rows(batches, head, rtopic, partition, problem)
+                prints = self.record_rows(batches, head, rtopic, partition, problem)
+            out.append((topic, topic_id, partition, batches, prints))
         return out
 
     def _fetch_response(self, st: ConnState, req: Request, resp: Response, problem: Problem) -> None:
@@ -124,11 +131,12 @@ class Rows(_Base):  # type: ignore[valid-type, misc]
                 continue
             topic = name if name is not None else self.topics.resolve(topic_id, "batches")
             tail = (offsets.get((name or topic_id, partition)), high_watermark, None, partition_error)
-            self.batches.extend(batch_rows(carrier + (topic, topic_id, partition), batches, tail, problem))
+            prints = None
             if self.records is not None:
                 head = (st.conn_id, req.correlation_id, direction, resp.ts, req.client_id)
                 rtopic = name if name is not None else self.topics.resolve(topic_id, "records")
-                self.record_rows(batches, head, rtopic, partition, problem)
+                prints = self.record_rows(batches, head, rtopic, partition, problem)
+            self.batches.extend(batch_rows(carrier + (topic, topic_id, partition), batches, tail, problem, prints))
 
     def acquired(self, st: ConnState, req: Request, resp: Response, body: dict) -> None:
         rb = req.body.message if req.body is not None else {}

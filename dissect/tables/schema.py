@@ -111,6 +111,10 @@ BATCHES = table(
     column("first_timestamp", TS, "Batch base timestamp."),
     column("max_timestamp", TS, "Batch max timestamp."),
     column("crc_ok", pa.bool_(), "CRC (crc32c for magic 2) matched."),
+    column("fingerprint", pa.int64(), "With `--records`: the batch's records as one 64-bit value, the same for "
+           "batches of the same records (each record's offset delta, key and value; not its timestamp or headers), "
+           "wherever and whenever they were sent: a 64-bit BLAKE2b of them in the batch's order. Null without "
+           "`--records` and for a batch without a readable record."),
     column("fetch_offset", pa.int64(), "Offset the matching fetch request asked for on this partition."),
     column("high_watermark", pa.int64(), "Partition high watermark from the fetch response."),
     column("assigned_offset", pa.int64(), "Base offset the Produce response assigned to this partition."),

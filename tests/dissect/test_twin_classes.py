@@ -119,7 +119,10 @@ def test_compiled_functions_called_in_c_refuse_none_from_python() -> None:
              lambda: _columns.add(None, ()), lambda: _columns.extend(None, []),
              lambda: batch_row.batch_rows(None, [_BATCH], (), None),
              lambda: batch_row.batch_rows((), None, (), None), lambda: batch_row.batch_rows((), [_BATCH], None, None),
-             lambda: batch_row.batch_rows((), [None], (), None), lambda: batch_row.batch_rows((), [object()], (), None)]
+             lambda: batch_row.batch_rows((), [None], (), None), lambda: batch_row.batch_rows((), [object()], (), None),
+             lambda: batch_row.batch_rows((), [_BATCH], (), None, 5)]
     for call in calls:
         with pytest.raises(TypeError):
             call()
+    with pytest.raises(IndexError):  # fewer fingerprints than batches: checked, never read past the list
+        batch_row.batch_rows((), [_BATCH], (), None, [])

@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from kafkatap.dissect.run import dissect_captures
-from kafkatap.dissect.tables.schema import FRAMES
+from kafkatap.dissect.tables.schema import BATCHES, FRAMES
 from kafkatap.errors import CommandError
 from kafkatap.pipelines import inputs, launch
 from kafkatap.pipelines.inputs import check_inputs
@@ -74,6 +74,14 @@ def two_columns(out: Path) -> None:
     pq.write_table(table, out / "frames" / "part-00000.parquet")
 
 
+def batches_without_fingerprints(out: Path) -> None:
+    """An earlier version's output: its batches lack the fingerprints, which Spark would read as nulls (no possible
+    re-sends, silently)."""
+    for name, schema in (("frames", FRAMES), ("batches", BATCHES.remove(BATCHES.get_field_index("fingerprint")))):
+        (out / name).mkdir(parents=True)
+        pq.write_table(schema.empty_table(), out / name / "part-00000.parquet")
+
+
 def corrupt(out: Path) -> None:
     (out / "frames").mkdir(parents=True)
     (out / "frames" / "part-00000.parquet").write_bytes(b"PAR1 but not really")
@@ -88,9 +96,11 @@ NOT_THE_DISSECTORS = pytest.mark.parametrize("make,phrase", [
     (no_frames, "is not a kafkatap dissect output: it has no frames/ table; run `kafkatap dissect CAPTURE -o OUT`"),
     (two_columns, f"lacks {len(FRAMES) - 2} of the {len(FRAMES)} columns of the dissector's frames table (client_addr, "
                   "broker_addr"),
+    (batches_without_fingerprints, f"lacks 1 of the {len(BATCHES)} columns of the dissector's batches table "
+                                   "(fingerprint): it was written by another version"),
     (corrupt, "is not a Parquet file"),
     (empty_frames, "cannot read the frames table"),
-], ids=["no-frames", "other-schema", "corrupt", "empty"])
+], ids=["no-frames", "other-schema", "older-batches", "corrupt", "empty"])
 
 
 @NOT_THE_DISSECTORS
@@ -113,8 +123,8 @@ def test_inputs_that_are_not_the_dissectors_through_spark(make, phrase: str, tmp
 
 @pytest.mark.spark
 def test_a_dissect_output_is_checked_with_one_read_of_its_frames_schema(dissected: Path, spark, monkeypatch) -> None:
-    """Both checks read the frames table's schema once (a read per declared column was 36 Spark jobs more per
-    analyze)."""
+    """Both checks read the frames and batches tables' schemas once each (a read per declared column was 36 Spark
+    jobs more per analyze)."""
     reads = []
     monkeypatch.setattr(inputs.pq, "read_schema", lambda path, _read=pq.read_schema: reads.append(path) or _read(path))
     inputs.check_local(str(dissected))
@@ -124,7 +134,8 @@ def test_a_dissect_output_is_checked_with_one_read_of_its_frames_schema(dissecte
         inputs.check_inputs(spark, dissected.as_uri())
     finally:
         sc.setLocalProperty("spark.jobGroup.id", None)
-    assert len(reads) == 1 and len(sc.statusTracker().getJobIdsForGroup("check-inputs-test")) == 1
+    assert [Path(path).parent.name for path in reads] == ["frames", "batches"]
+    assert len(sc.statusTracker().getJobIdsForGroup("check-inputs-test")) == 2
 
 
 def without_java() -> dict[str, str]:

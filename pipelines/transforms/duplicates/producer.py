@@ -12,9 +12,10 @@ from kafkatap.pipelines.transforms.duplicates.segments import OUTPUT, not_consum
 RETRY_WINDOW_S = 120
 
 
-def producer_duplicates(batches: DataFrame, records: DataFrame | None) -> DataFrame:
+def producer_duplicates(batches: DataFrame, fingerprinted: bool) -> DataFrame:
     """Idempotent producers: the same (producer id, epoch, base sequence) appended at two offsets. Non-idempotent
-    ones (with `records/`): the same batch content re-sent within the retry window, flagged as possible."""
+    ones (when the dissect read the records, `--records`, which fingerprints the batches): the same batch content
+    re-sent within the retry window, flagged as possible."""
     produced = batches.where((F.col("direction") == "produce") & ~F.col("is_control"))
     key = ["producer_id", "producer_epoch", "base_sequence", "topic", "partition"]
     appends = (produced.where((F.col("producer_id") >= 0) & (F.col("assigned_offset") >= 0))
@@ -37,8 +38,8 @@ def producer_duplicates(batches: DataFrame, records: DataFrame | None) -> DataFr
                       F.col("conn_id").alias("redelivery_conn_id"), F.col("client_id").alias("redelivery_client_id"),
                       F.lit("retry_appended_twice").alias("cause"), F.lit(False).alias("possible")))
     result = proven
-    if records is not None:
-        result = result.unionByName(_possible_resends(produced, records))
+    if fingerprinted:
+        result = result.unionByName(_possible_resends(produced))
     return result.withColumns({
         "kind": F.lit("producer"), "group_id": F.lit(None).cast("string"),
         "first_member_id": F.lit(None).cast("string"), "redelivery_member_id": F.lit(None).cast("string"),
@@ -46,17 +47,10 @@ def producer_duplicates(batches: DataFrame, records: DataFrame | None) -> DataFr
         **not_consumer()}).select(OUTPUT)
 
 
-def _possible_resends(produced: DataFrame, records: DataFrame) -> DataFrame:
-    """Non-idempotent batches whose records hash the same as an earlier batch of the same client and partition,
-    sent in another request within RETRY_WINDOW_S."""
-    batch_key = ["conn_id", "correlation_id", "topic", "partition", "base_offset"]
-    # order-free, so no list per batch to collect and sort: a batch's records have distinct offsets, so no two of
-    # its hashes cancel out
-    prints = (records.where(F.col("direction") == "produce")
-              .groupBy(*batch_key)
-              .agg(F.bit_xor(F.xxhash64(F.col("offset") - F.col("base_offset"), "key_hash", "value_hash"))
-                   .alias("fingerprint")))
-    sent = (produced.where(F.col("producer_id") < 0).join(prints, batch_key, "inner")
+def _possible_resends(produced: DataFrame) -> DataFrame:
+    """Non-idempotent batches with the fingerprint (the same records) of an earlier batch of the same client and
+    partition, sent in another request within RETRY_WINDOW_S."""
+    sent = (produced.where((F.col("producer_id") < 0) & F.col("fingerprint").isNotNull())
             .withColumn("assigned", F.coalesce("assigned_offset", F.lit(-1))))
     # the fingerprint first: the window's sort compares rows by an 8-byte prefix of its first key, and a client's
     # batches share their client id's and topic's first bytes (client id first, that sort took 1.6 s of the 228k-frame

@@ -15,4 +15,4 @@ def duplicate_deliveries(frames: DataFrame, batches: DataFrame, records: DataFra
     fenced_epochs table (a fencing is the strongest cause of a consumer redelivery)."""
     return (consumer_duplicates(batches, records, spans, frames, fenced)
             .unionByName(share_duplicates(share))
-            .unionByName(producer_duplicates(batches, records)))
+            .unionByName(producer_duplicates(batches, records is not None)))

@@ -57,6 +57,15 @@ def test_the_source_and_the_installed_builder_give_the_same_rows_in_the_schemas_
         (batch_row.MAX_MS * 1000,) * 2]
 
 
+def test_each_batch_gets_its_fingerprint_when_its_records_were_read() -> None:
+    """With --records each batch's fingerprint (batches.record_rows) goes in its row, in both builds; without, null."""
+    batches, index = _batches(), schema.TABLES["batches"].names.index("fingerprint")
+    prints = [11, None, -3, 4, 5]
+    for builder in (batch_row.batch_rows, source_module(SOURCE).batch_rows):
+        assert [row[index] for row in builder(HEAD, batches, TAIL, None, prints)] == prints
+        assert [row[index] for row in builder(HEAD, batches, TAIL, None)] == [None] * 5
+
+
 def test_an_unreadable_control_batch_is_reported_and_has_no_type() -> None:
     batch = _batches()[3]
     broken = batch._replace(record_count=0)  # no control record where one must be
