@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import contextvars
+import os
 import queue
 import threading
 import time
@@ -41,7 +42,7 @@ from kafkatap.pipelines.intermediates import (
 from kafkatap.pipelines.launch import wind_down_deadline
 from kafkatap.pipelines.storage import (
     conform, delete, exists, join_uri, read_local_table, read_table, size_bytes, window_interval, write_json,
-    write_table,
+    write_table, written_rows,
 )
 from kafkatap.pipelines.transforms import throughput
 from kafkatap.pipelines.transforms.conflicts import ownership_conflicts
@@ -131,8 +132,16 @@ def _write(spark: SparkSession, report: str, tables: dict[str, DataFrame], inp: 
         write_table(df, report, name, schema.TABLES[name], collect=small)
     if small:
         return {name: an_input(conform(df, schema.TABLES[name])) for name, df in tables.items()}
-    return {name: an_input(partitioned(read_table(spark, report, name, schema.TABLES[name]), inp.one_partition))
-            for name in tables}
+    # A table written without a row is handed on as one Spark knows to be empty, as `keep` hands on kept rows: the
+    # steps that read it then plan what they build on it as empty too (a capture without group traffic has no
+    # members, and its consumer deliveries' link to them is then no join). Known from the footers on this machine.
+    local = local_path(report)
+    read = {}
+    for name in tables:
+        df = partitioned(read_table(spark, report, name, schema.TABLES[name]), inp.one_partition)
+        read[name] = an_input(df.limit(0) if local is not None and written_rows(os.path.join(local, name)) == 0
+                              else df)
+    return read
 
 
 def member_tables(inp: Inputs, done: Mapping[str, DataFrame], window: str) -> dict[str, DataFrame]:

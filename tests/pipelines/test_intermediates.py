@@ -96,6 +96,23 @@ def test_a_small_runs_tables_go_on_as_kept_rows_and_a_larger_ones_as_written(spa
 
 
 @pytest.mark.spark
+def test_a_larger_runs_table_written_without_a_row_goes_on_as_known_empty(spark, tmp_path) -> None:
+    """A larger run hands on the written files, and a table written without a row as a relation Spark knows to be
+    empty (from the files' footers), so the plans built on it are planned as empty: a capture without group traffic
+    has no members, and its consumer deliveries' link to them is then no join."""
+    name = "throughput/latency"
+    declared = spark_schema(schema.TABLES[name])
+    tables = {"empty": spark.createDataFrame([], declared),
+              "one row": spark.createDataFrame([(None,) * len(declared)], declared, verifySchema=False)}
+    inp = Inputs(*[tables["empty"]] * 6, input_bytes=KEPT_BYTES + 1)
+    with once_per_run(spark, inp.input_bytes):
+        for kind, table in tables.items():
+            (handed,) = _write(spark, str(tmp_path / kind.replace(" ", "_")), {name: table}, inp).values()
+            assert intermediates.known_empty(handed.join(tables["one row"], "api_name")) == (kind == "empty")
+            assert handed.count() == (kind == "one row")
+
+
+@pytest.mark.spark
 def test_a_one_partition_run_needs_no_shuffle_and_restores_the_settings(spark) -> None:
     before = {key: spark.conf.get(key, None) for key in run_conf(0)}
     spark.conf.set("spark.sql.shuffle.partitions", "7")
