@@ -331,7 +331,8 @@ DUPLICATE_DELIVERIES = table(
            "`delivered_before_capture` (acquired once in the capture with a delivery count above 1: `deliveries` is "
            "the broker's count). "
            "Producers: `retry_appended_twice`, "
-           "`possible_retry` (non-idempotent identical records, inferred from record hashes)."),
+           "`possible_retry` (non-idempotent identical records from the same client id and host, inferred from the "
+           "batches' fingerprints)."),
     column("possible", pa.bool_(), "True when inferred from record hashes rather than proven by offsets."),
     column("first_position", pa.int64(),
            "Consumer groups: the offset the first member next committed (or tried to) for the partition after its "

@@ -133,6 +133,11 @@ def test_producer_sequence_appended_twice_and_possible_resend(spark):
         batch("produce", 6, "t", 1, 0, 1, client_id="plain", correlation_id=6, assigned_offset=54, fingerprint=78),
         batch("produce", 7, "t", 1, 0, 1, client_id="plain", correlation_id=7, assigned_offset=56),
         batch("produce", 8, "t", 1, 0, 1, client_id="plain", correlation_id=8, assigned_offset=58),
+        # the same records from another host's producer of the same (default) client id: no retry of theirs
+        batch("produce", 4, "t", 1, 0, 1, client_id="plain", correlation_id=4, assigned_offset=60, fingerprint=79,
+              conn_id="c2", client_addr="10.0.0.2:50000"),
+        batch("produce", 5, "t", 1, 0, 1, client_id="plain", correlation_id=5, assigned_offset=62, fingerprint=79,
+              conn_id="c3", client_addr="10.0.0.3:50000"),
     ]
     # the batches' fingerprints are their records' (the dissector's --records): the records table is not read again
     records = []

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
+from kafkatap.pipelines.transforms.common import with_client_host
 from kafkatap.pipelines.transforms.duplicates.segments import OUTPUT, not_consumer
 
 # A non-idempotent producer's retry re-sends the same batch within its delivery timeout (120 s by default).
@@ -48,14 +49,17 @@ def producer_duplicates(batches: DataFrame, fingerprinted: bool) -> DataFrame:
 
 
 def _possible_resends(produced: DataFrame) -> DataFrame:
-    """Non-idempotent batches with the fingerprint (the same records) of an earlier batch of the same client and
-    partition, sent in another request within RETRY_WINDOW_S."""
-    sent = (produced.where((F.col("producer_id") < 0) & F.col("fingerprint").isNotNull())
+    """Non-idempotent batches with the fingerprint (the same records) of an earlier batch of the same client (client
+    id and host: a retry comes from the producer that sent the batch, and many hosts run producers of one default
+    client id, `producer-1` or `rdkafka`, that may send the same records) and partition, sent in another request within
+    RETRY_WINDOW_S."""
+    sent = (with_client_host(produced.where((F.col("producer_id") < 0) & F.col("fingerprint").isNotNull()))
             .withColumn("assigned", F.coalesce("assigned_offset", F.lit(-1))))
     # the fingerprint first: the window's sort compares rows by an 8-byte prefix of its first key, and a client's
     # batches share their client id's and topic's first bytes (client id first, that sort took 1.6 s of the 228k-frame
     # chatty capture's 3.6 s of the table's tasks; 0.74 s now)
-    order = Window.partitionBy("fingerprint", "record_count", "client_id", "topic", "partition").orderBy("ts")
+    order = (Window.partitionBy("fingerprint", "record_count", "client_id", "client_host", "topic", "partition")
+             .orderBy("ts"))
     everything = order.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
     return (sent.withColumns({"prev_ts": F.lag("ts").over(order),
                               "n": F.row_number().over(order),
