@@ -41,8 +41,8 @@ class Request:
         self.body: Body | None = None
         self.error: str | None = None
         self.known = True
-        self.produce: list | None = None  # Produce: (topic, topic_id, partition, batches, fingerprints) awaiting
-        # the response
+        # Produce: (topic, topic_id, partition, batches, fingerprints or None) awaiting the response
+        self.produce: list | None = None
 
 
 class Response:

@@ -31,7 +31,7 @@ COMPRESSION = CODECS + tuple(f"unknown_{codec}" for codec in range(len(CODECS), 
 HEADER_COLUMNS = ("magic", "base_offset", "last_offset", "record_count", "producer_id", "producer_epoch",
                   "base_sequence", "is_transactional", "is_control", "control_type", "compression", "batch_bytes",
                   "first_timestamp", "max_timestamp", "crc_ok", "fingerprint")
-"""The columns of each batch's own, in the row's order: its header's, then its records' fingerprint (with --records);
+"""Each batch's own columns, in the row's order: its header's, then its records' fingerprint (with --records);
 after the carrying message's (head), before the partition's results (tail). `batch_rows` lays them out so, and the
 compiled rows of plain record data (_rows.pyx, never with --records: no fingerprint) write them so."""
 
