@@ -1,4 +1,9 @@
-"""One batch of record data: its header fields, read at split time, and its records, decoded on request."""
+# cython: annotation_typing=False
+"""One batch of record data: its header fields, read at split time, and its records, decoded on request.
+
+Plain Python that setup.py also compiles (Cython's pure-Python mode, batch.pxd), as it does record_batch.py and
+tables/batches.py: the record path of --records, one source for both.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,10 @@
-"""Magic 2 record batches: the 61-byte header and the varint-encoded records after it."""
+# cython: annotation_typing=False
+"""Magic 2 record batches: the 61-byte header and the varint-encoded records after it.
+
+Plain Python that setup.py also compiles (Cython's pure-Python mode, record_batch.pxd): `decode_records` runs for
+every record with --records, and compiled it is the same code without the interpreter's dispatch. Its arithmetic
+stays Python's (no C types): lengths and varints come from hostile bytes, where a C integer could wrap.
+"""
 
 from __future__ import annotations
 

@@ -1,9 +1,14 @@
+# cython: annotation_typing=False
 """The record data of Produce requests and Fetch / ShareFetch responses: split into batches (their batches/ rows are
 laid out by batch_row.py) and, with --records, the records/ rows.
 
 Batch headers come from `dissect.records.split_batches` (headers only); records are decoded only with --records.
 Record keys and values are reduced to sizes and 64-bit BLAKE2b hashes (signed, to fit int64) unless --payloads, and
 each batch's records to its fingerprint column.
+
+Plain Python that setup.py also compiles (Cython's pure-Python mode, batches.pxd): `record_rows` runs for every
+record with --records (on a 228k-frame capture of one-record batches, its loop and the record decoder were a quarter
+of the dissect); compiled, the same code without the interpreter's dispatch.
 """
 
 from __future__ import annotations
