@@ -14,7 +14,8 @@ bytes), rebuilding packets (Ethernet/IPv4/TCP) around the captured payloads and 
 Both tools get the same fields: frame time, TCP stream, api_key, api_version, correlation_id and error code(s)
 (kafkatap writes all its tables regardless). Each runs under a probe process: wall time, the probe's RUSAGE_CHILDREN
 the CPU seconds of the whole run and the peak RSS of its largest process. `dissect` is the default single process,
-`dissect_2_workers` adds --workers 2; `floor` is the least any Python run writing Parquet could take on the file
+`dissect_2_workers` adds --workers 2, `dissect_records` --records (what `kafkatap report` runs: a row per record,
+and each batch's fingerprint); `floor` is the least any Python run writing Parquet could take on the file
 (the interpreter with numpy and pyarrow, and the file read once and checksummed: `_FLOOR`), to set beside tshark's
 time / 5. The commands alternate for --runs rounds and each figure is the median (peak RSS: the largest). `--cache
 cold` evicts the capture from the page cache before every run (posix_fadvise DONTNEED), so each command reads it from
@@ -242,14 +243,15 @@ def measure(cmd: list[str], cold: Path | None = None) -> dict:
 
 def bench(capture: Path, shape: str, packets: int, workdir: Path, skip_tshark: bool, rounds: int,
           cold: bool = False) -> dict:
-    """Run dissect, dissect --workers 2, tshark and the floor in turn, rounds times; medians of wall and CPU,
-    largest RSS. cold: each run reads the capture from the disk, not the page cache."""
+    """Run dissect, dissect --workers 2, dissect --records, tshark and the floor in turn, rounds times; medians of wall
+    and CPU, largest RSS. cold: each run reads the capture from the disk, not the page cache."""
     size_mb = capture.stat().st_size / 1e6
     out = workdir / f"{capture.stem}-out"
     row: dict = {"shape": shape, "capture": capture.name, "mb": round(size_mb, 1), "packets": packets,
                  "runs": rounds, "cache": "cold" if cold else "warm"}
     dissect = [PYTHON, "-m", "kafkatap.dissect", str(capture), "-o", str(out), "--port", str(PORT), "-q"]
-    runs = {"dissect": dissect, "dissect_2_workers": dissect + ["--workers", "2"]}
+    runs = {"dissect": dissect, "dissect_2_workers": dissect + ["--workers", "2"],
+            "dissect_records": dissect + ["--records"]}
     if not skip_tshark:
         runs["tshark"] = ["tshark", "-r", str(capture), "-d", f"tcp.port=={PORT},kafka", "-Y", "kafka",
                           "-T", "fields", *sum((["-e", f] for f in FIELDS), []), "-E", "occurrence=a"]
@@ -276,14 +278,15 @@ def bench(capture: Path, shape: str, packets: int, workdir: Path, skip_tshark: b
 def table(results: list[dict]) -> str:
     """The results as a fixed-width table: medians in seconds, peak RSS in MB, ratios tshark / single dissect."""
     head = ["broker", "shape", "capture", "cache", "MB", "packets", "kt wall", "kt CPU", "kt RSS", "2w wall", "2w CPU",
-            "ts wall", "ts CPU", "ts RSS", "x wall", "x CPU", "floor", "ts/5"]
+            "rec wall", "rec CPU", "ts wall", "ts CPU", "ts RSS", "x wall", "x CPU", "floor", "ts/5"]
     lines = [head]
     for r in results:
-        d, w, t = r["dissect"], r["dissect_2_workers"], r.get("tshark", {})
+        d, w, rec, t = r["dissect"], r["dissect_2_workers"], r["dissect_records"], r.get("tshark", {})
         target = f"{t['wall_s'] / 5:.2f}" if t else "-"
         lines.append([r["broker"], r["shape"], r["capture"], r["cache"], f"{r['mb']:.1f}", f"{r['packets']:,}",
                       f"{d['wall_s']:.2f}", f"{d['cpu_s']:.2f}", f"{d['peak_rss_mb']}", f"{w['wall_s']:.2f}",
-                      f"{w['cpu_s']:.2f}", f"{t.get('wall_s', '-')}", f"{t.get('cpu_s', '-')}",
+                      f"{w['cpu_s']:.2f}", f"{rec['wall_s']:.2f}", f"{rec['cpu_s']:.2f}",
+                      f"{t.get('wall_s', '-')}", f"{t.get('cpu_s', '-')}",
                       f"{t.get('peak_rss_mb', '-')}", f"{r.get('speedup_wall', '-')}", f"{r.get('speedup_cpu', '-')}",
                       f"{r['floor']['wall_s']:.2f}", target])
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
