@@ -14,6 +14,7 @@ from kafkatap.dissect.errors import DecodeError
 from kafkatap.dissect.records import batch, record_batch, split_batches
 from kafkatap.dissect.tables import batches
 from kafkatap.samples.synthetic import control_batch, record_batch as synthetic_batch
+from tests.support.mutations import mutate
 from tests.support.paths import ROOT
 from tests.support.sources import source_module
 
@@ -83,8 +84,8 @@ def test_the_source_and_the_build_give_the_same_records_rows_and_fingerprints() 
 
 
 def test_the_source_and_the_build_fail_alike_on_cut_and_altered_records() -> None:
-    """Every cut of the records' bytes, and random byte changes in them, decoded by both: the same records or the
-    same DecodeError (reason, offset, detail), never an exception of another kind."""
+    """Every cut of the records' bytes, and random damage to them (the fuzz test's `mutate`), decoded by both: the same
+    records or the same DecodeError (reason, offset, detail), never an exception of another kind."""
     plain = source_module(RECORDS / "record_batch.py")
     rng = random.Random(20261206)
     header = record_batch.HEADER_SIZE
@@ -92,11 +93,7 @@ def test_the_source_and_the_build_fail_alike_on_cut_and_altered_records() -> Non
         data = each.data[each.offset_in_data:each.offset_in_data + each.size]
         args = (each.record_count, each.base_offset, each.first_timestamp, None, each.base_sequence, header)
         variants = [data[:cut] for cut in range(header, len(data))]
-        for _ in range(300):
-            altered = bytearray(data)
-            for _ in range(rng.randint(1, 3)):
-                altered[rng.randrange(header, len(data))] = rng.randrange(256)
-            variants.append(bytes(altered))
+        variants += [mutate(data, rng, header) for _ in range(300)]
         for variant in variants:
             for count in (args[0], args[0] + 1, -1):
                 call = (variant, header, len(variant), count, *args[1:])
