@@ -17,6 +17,7 @@ from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, u
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy
 
+from kafkatap.dissect._tuples cimport new_tuple, put
 from kafkatap.dissect.kafka._apis cimport MAX_API_KEYS, MAX_API_VERSIONS, indexed
 from kafkatap.dissect.kafka._found cimport Found
 
@@ -158,8 +159,7 @@ cdef class Pass:
 cdef PyObject* _PLANS[2][MAX_API_KEYS][MAX_API_VERSIONS]
 cdef signed char _RESPONSE_FLEXIBLE[MAX_API_KEYS][MAX_API_VERSIONS]  # 1: a flexible response header, 2: not, 0: unknown
 cdef Pass _PASS = Pass()
-cdef object _new_body = tuple.__new__
-cdef object _Body = bodies.Body
+cdef type _Body = bodies.Body
 cdef object _pure_request = bodies.read_request
 cdef object _pure_response = bodies.read_response
 cdef const char* _B64 = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
@@ -250,7 +250,13 @@ cdef object _read(Plan plan, bytes frame, Py_ssize_t pos):
         value = p.top[i]
         if value is not None:
             top[plan.top[i]] = value
-    body = _new_body(_Body, (at, None, json, found, top, p.rows))
+    body = new_tuple(_Body, 6)  # Body(at, None, json, found, top, p.rows)
+    put(body, 0, at)
+    put(body, 1, None)
+    put(body, 2, json)
+    put(body, 3, found)
+    put(body, 4, top)
+    put(body, 5, p.rows)
     p.plan = None
     global _in_one_pass
     _in_one_pass += 1

@@ -90,7 +90,8 @@ cpdef request(exchange, ConnState st, at, offset, bytes payload, where):
         body = _read_request(api_key, api_version, payload, pos)
     except DecodeError:
         return exchange.request(st, at, offset, payload, where)
-    if (<tuple> body)[_END] != n or (api_key == _PRODUCE and (<tuple> body)[_TOP].get("acks") == 0):
+    cdef dict top = (<tuple> body)[_TOP]  # checked: a dict's get is then a C call
+    if (<tuple> body)[_END] != n or (api_key == _PRODUCE and top.get("acks") == 0):
         return exchange.request(st, at, offset, payload, where)
     size = n + 4
     st.req_sync.last_correlation_id = correlation_id

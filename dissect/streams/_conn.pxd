@@ -14,3 +14,4 @@ cdef class Conn:
 
 cdef class OrderingFields:
     cdef public object pending_total, payload_bytes
+    cdef public long long keys_version  # Reassembler's count of changes to its keys dict

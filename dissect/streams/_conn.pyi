@@ -9,3 +9,4 @@ Half = _Half
 class OrderingFields:
     pending_total: int
     payload_bytes: int
+    keys_version: int

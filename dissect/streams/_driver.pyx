@@ -5,21 +5,32 @@ every other segment, and every segment while some stream has a hole, goes throug
 pure-Python loop."""
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.ref cimport Py_INCREF
-from cpython.tuple cimport PyTuple_SET_ITEM
-from libc.stdint cimport int64_t
+from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from cpython.ref cimport PyObject
+from libc.stdint cimport int64_t, uint64_t
 
+from kafkatap.dissect._tuples cimport new_tuple, put
 from kafkatap.dissect.streams._conn cimport Conn, Half, OrderingFields
 
 from kafkatap.dissect.packets.tcp import ACK, FIN, RST, SYN
 from kafkatap.dissect.streams.reassembly import TAIL, Where
 
-cdef extern from "Python.h":
-    ctypedef struct PyTypeObject
-    object PyType_GenericAlloc(PyTypeObject* type, Py_ssize_t nitems)
-
-cdef object _Where = Where
+cdef type _Where = Where
 cdef int64_t _TAIL = TAIL, _ACK = ACK, _NOT_USUAL = SYN | FIN | RST
+
+
+cdef enum:
+    _SLOTS = 1024  # lookups remembered per chunk (a power of two): more than the connections of a busy capture
+
+
+cdef uint64_t _M1 = 0x9E3779B97F4A7C15, _M2 = 0xC2B2AE3D27D4EB4F, _M3 = 0x165667B19E3779F9  # odd multipliers
+cdef uint64_t _M4 = 0xD6E8FEB86659FD93, _M5 = 0xFF51AFD7ED558CCD  # that spread a key's bits over the slot's index
+
+
+cdef struct _Slot:  # a key's lookup in reasm.keys: the key's five values and what the dict gave, borrowed from it
+    int64_t src_hi, src_lo, dst_hi, dst_lo, ports
+    PyObject* found
+    long long version  # reasm.keys_version when it was looked up (-1: an empty slot)
 
 
 def deliver(OrderingFields reasm not None, bytes buf, Py_ssize_t index0, Py_ssize_t frames, cols, acks):
@@ -28,28 +39,58 @@ def deliver(OrderingFields reasm not None, bytes buf, Py_ssize_t index0, Py_ssiz
     cdef const int64_t[:] flags = cols[9], offset = cols[10], length = cols[11], missing = cols[12]
     cdef Py_ssize_t r, size = PyBytes_GET_SIZE(buf)
     cdef int64_t i, last = -1, po, pl
+    cdef _Slot* slots = <_Slot*> PyMem_Malloc(_SLOTS * sizeof(_Slot))
+    if slots == NULL:
+        raise MemoryError()
+    cdef _Slot* slot
+    cdef Py_ssize_t s
+    for s in range(_SLOTS):
+        slots[s].version = -1
     cdef dict keys = reasm.keys  # typed, so each segment's lookup is a C call rather than a call of its get method
     segment = reasm.segment
     on_data, file = reasm.sink.on_data, reasm.file  # the same for the whole chunk: looked up once, not per segment
-    for r in range(index.shape[0]):
-        i, po, pl = index[r], offset[r], length[r]
-        if 0 <= po <= po + pl <= size:
-            payload = PyBytes_FromStringAndSize(PyBytes_AS_STRING(buf) + po, pl)
-        else:
-            payload = buf[po:po + pl]
-        key = (src_hi[r], src_lo[r], dst_hi[r], dst_lo[r], ports[r])
-        if reasm.pending_total:
-            acks.feed(last, i)
-        elif pl > 0 and missing[r] == 0 and not flags[r] & _NOT_USUAL:
-            found = keys.get(key)
-            if found is not None and _usual(reasm, on_data, file, found, index0 + i, ts_us[r], seq[r], flags[r],
-                                            payload, pl):
-                last = i
-                continue
-        segment(index0 + i, ts_us[r], key, seq[r], ack[r], flags[r], payload, missing[r])
-        last = i
+    try:
+        for r in range(index.shape[0]):
+            i, po, pl = index[r], offset[r], length[r]
+            if 0 <= po <= po + pl <= size:
+                payload = PyBytes_FromStringAndSize(PyBytes_AS_STRING(buf) + po, pl)
+            else:
+                payload = buf[po:po + pl]
+            if reasm.pending_total:
+                acks.feed(last, i)
+            elif pl > 0 and missing[r] == 0 and not flags[r] & _NOT_USUAL:
+                slot = _slot(slots, src_hi[r], src_lo[r], dst_hi[r], dst_lo[r], ports[r])
+                if slot.version == reasm.keys_version:
+                    found = <object> slot.found
+                else:
+                    found = keys.get((src_hi[r], src_lo[r], dst_hi[r], dst_lo[r], ports[r]))
+                    if found is not None:  # kept alive by keys until its next change, which makes the slot stale
+                        slot.src_hi, slot.src_lo, slot.dst_hi, slot.dst_lo = src_hi[r], src_lo[r], dst_hi[r], dst_lo[r]
+                        slot.ports, slot.found, slot.version = ports[r], <PyObject*> found, reasm.keys_version
+                if found is not None and _usual(reasm, on_data, file, found, index0 + i, ts_us[r], seq[r], flags[r],
+                                                payload, pl):
+                    last = i
+                    continue
+            segment(index0 + i, ts_us[r], (src_hi[r], src_lo[r], dst_hi[r], dst_lo[r], ports[r]), seq[r], ack[r],
+                    flags[r], payload, missing[r])
+            last = i
+    finally:
+        PyMem_Free(slots)
     if reasm.pending_total:
         acks.feed(last, frames)
+
+
+cdef inline _Slot* _slot(_Slot* slots, int64_t src_hi, int64_t src_lo, int64_t dst_hi, int64_t dst_lo, int64_t ports):
+    """The slot of a key: its own lookup if the slot holds one (version not -1) of the same key, else where to keep
+    it (version -1: a lookup is needed). A key's lookup, kept, spares each segment a tuple of five ints, their
+    hashing and the dict's comparison of them (a tenth of the driver's own time on a chatty capture)."""
+    cdef uint64_t h = (<uint64_t> src_hi * _M1 ^ <uint64_t> src_lo * _M2 ^ <uint64_t> dst_hi * _M3
+                       ^ <uint64_t> dst_lo * _M4 ^ <uint64_t> ports * _M5)
+    cdef _Slot* slot = &slots[(h >> 40) & (_SLOTS - 1)]
+    if (slot.version != -1 and (slot.src_hi != src_hi or slot.src_lo != src_lo or slot.dst_hi != dst_hi
+                                or slot.dst_lo != dst_lo or slot.ports != ports)):
+        slot.version = -1
+    return slot
 
 
 cdef bint _usual(OrderingFields reasm, on_data, file, tuple found, int64_t idx, int64_t ts, int64_t seq, int64_t flags,
@@ -84,15 +125,9 @@ cdef bint _usual(OrderingFields reasm, on_data, file, tuple found, int64_t idx, 
 
 
 cdef object _where(file, int64_t idx, int64_t ts):
-    """Where(file, idx, ts), built as tuple.__new__ builds a tuple subclass (allocate, fill), without its argument
-    tuple and the call through Python: one is made for every segment."""
-    cdef object where = PyType_GenericAlloc(<PyTypeObject*> _Where, 3)
-    _put(where, 0, file)
-    _put(where, 1, idx)
-    _put(where, 2, ts)
+    """Where(file, idx, ts), made for every segment."""
+    cdef object where = new_tuple(_Where, 3)
+    put(where, 0, file)
+    put(where, 1, idx)
+    put(where, 2, ts)
     return where
-
-
-cdef inline void _put(object where, Py_ssize_t i, object value):
-    Py_INCREF(value)
-    PyTuple_SET_ITEM(where, i, value)

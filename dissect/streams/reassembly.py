@@ -293,6 +293,9 @@ class Reassembler(_Ordering):
         self.idle_timeout_us = idle_timeout_us
         self.linger_us = linger_us
         self.keys: dict[tuple, tuple[Conn, int]] = {}  # directional key -> (connection, side sending with that key)
+        self.keys_version = 0
+        """One more at every change to keys (`_new`, `_forget`, nowhere else): the compiled driver's copy of the
+        lookups it made (`_driver.pyx`) holds while this is what it was."""
         self.conns: dict[tuple, Conn] = {}  # conn_key -> connection
         self.handshakes: dict[tuple, tuple[Conn, int, int]] = {}
         """conn_key -> (connection, the ACK number that completes its handshake, time of the SYN-ACK), from the
@@ -402,6 +405,7 @@ class Reassembler(_Ordering):
         conn = Conn(ckey, addr, bool(flags & SYN), ts)
         self.keys[ckey] = (conn, 0)
         self.keys[skey] = (conn, 1)
+        self.keys_version += 1
         self.conns[ckey] = conn
         return self.keys[key]
 
@@ -424,6 +428,7 @@ class Reassembler(_Ordering):
         self.conns.pop(ckey, None)
         self.keys.pop(ckey, None)
         self.keys.pop((ckey[2], ckey[3], ckey[0], ckey[1], (ckey[4] & 0xFFFF) << 16 | ckey[4] >> 16), None)
+        self.keys_version += 1
 
     def _relieve(self, ts: int, idx: int) -> None:
         """Over the global bound: turn the holes of the connections holding most into gaps."""

@@ -26,7 +26,6 @@ cdef class Builder:
     cdef int _start(self) except -1
     cdef bint take(self, object row) except -1
     cdef bint _add(self, tuple row) except -1
-    cdef Col* _col(self, Py_ssize_t c) except NULL
     cdef int value(self, Py_ssize_t c, object v) except -1
     cdef int integer(self, Py_ssize_t c, long long x) except -1
     cdef int boolean(self, Py_ssize_t c, bint x) except -1

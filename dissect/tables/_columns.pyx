@@ -416,6 +416,13 @@ cdef int _other(Col* col, Py_ssize_t r, object v) except -1:
     return 1
 
 
+cdef inline Col* _at(Builder builder, Py_ssize_t c) except NULL:
+    """Column c of builder, checked: inline, since every value a compiled row builder writes asks for it."""
+    if not 0 <= c < builder.width:
+        raise IndexError(f"column {c} of {builder.width}")
+    return &builder.cols[c]
+
+
 cdef class Builder:
     """A row group's columns written as rows are added (TableWriter's compiled path): `add` takes a row whose values
     all fit their columns and refuses (False, nothing written) any other; `arrays` hands the columns over and
@@ -484,22 +491,17 @@ cdef class Builder:
         self.rows = r + 1
         return True
 
-    cdef Col* _col(self, Py_ssize_t c) except NULL:
-        if not 0 <= c < self.width:
-            raise IndexError(f"column {c} of {self.width}")
-        return &self.cols[c]
-
     cdef int value(self, Py_ssize_t c, object v) except -1:
         """Column c's value of the row being written: 1, or 0 (nothing written) when v does not fit."""
-        return _value(self._col(c), self.rows, v)
+        return _value(_at(self, c), self.rows, v)
 
     cdef int integer(self, Py_ssize_t c, long long x) except -1:
         """An integer column c's value of the row being written: 1, or 0 when x is outside its type."""
-        return _integer(self._col(c), self.rows, x)
+        return _integer(_at(self, c), self.rows, x)
 
     cdef int boolean(self, Py_ssize_t c, bint x) except -1:
         """A bool column c's value of the row being written: 1, or 0 when c holds no bools."""
-        cdef Col* col = self._col(c)
+        cdef Col* col = _at(self, c)
         if col.kind != BOOL:
             return 0
         _bit(&col.values, self.rows, x)
@@ -508,7 +510,7 @@ cdef class Builder:
 
     cdef int null(self, Py_ssize_t c) except -1:
         """Column c's value of the row being written is null (1)."""
-        return _null(self._col(c), self.rows)
+        return _null(_at(self, c), self.rows)
 
     cdef int row_end(self) except -1:
         """The row being written is whole: every column holds its value."""

@@ -137,7 +137,8 @@ def frame(RowsFields rows not None, ConnState st not None, Request req not None,
     qbody, rbody, api_key = req.body, resp.body, req.api_key
     name = _NAMES.get(api_key)
     if (qbody is None or rbody is None or name is None or req.error is not None or resp.error is not None
-            or not req.known or api_key in _SHARE_APIS or qbody[_FOUND] is None or rbody[_FOUND] is None):
+            or not req.known or api_key in _SHARE_APIS or (<tuple> qbody)[_FOUND] is None
+            or (<tuple> rbody)[_FOUND] is None):
         _split_plain(req)
         return reference.frame(rows, st, req, resp, where, unpaired)
     messages, statuses = rows.messages, rows.statuses
@@ -158,7 +159,7 @@ def frame(RowsFields rows not None, ConnState st not None, Request req not None,
     if qfound.topic_ids or rfound.topic_ids:
         topics = rows.topic_list(qfound, rfound)
     else:
-        topics = tuple(dict.fromkeys(qfound.topics + rfound.topics)) or None
+        topics = _names(qfound.topics, rfound.topics)
     request_json, response_json = qb[_JSON], rb[_JSON]
     cdef tuple entities = _NO_ENTITIES
     if qf or len(rf) > ("throttle_time_ms" in rf) + ("error_code" in rf):
@@ -168,6 +169,25 @@ def frame(RowsFields rows not None, ConnState st not None, Request req not None,
         code, _error_name(code) if code is not None else None, "ok", entities, topics, rf.get("throttle_time_ms"),
         None, request_json, response_json, req.capture_file, req.packet, resp.capture_file, resp.packet),
         len(request_json) + len(response_json))
+
+
+cdef object _names(list first, list then):
+    """tuple(dict.fromkeys(first + then)) or None (rows.topic_list's usual case) without the joined list and the dict
+    for the one or two names a message usually holds. For str names, being in the list (equal) is being a dict's key
+    already; any other value, or many names, goes through dict.fromkeys itself."""
+    cdef Py_ssize_t n = len(first) + len(then)
+    if n == 0:
+        return None
+    if n <= 8:
+        out = []
+        for names in (first, then):
+            for name in <list> names:
+                if type(name) is not str:
+                    return tuple(dict.fromkeys(first + then))
+                if name not in out:
+                    out.append(name)
+        return tuple(out)
+    return tuple(dict.fromkeys(first + then))
 
 
 cdef object _error_name(code):
@@ -188,14 +208,26 @@ cdef bint _control(list produce):
 
 
 cdef _produce_batches(RowsFields rows, Request req, ConnState st, rbody):
-    """Rows.produce_batches for batches without a control batch (nothing to report, so no reporter is built)."""
-    results = {(name or topic_id, index): (error, base_offset) for name, topic_id, index, error, base_offset
-               in rbody.rows}
+    """Rows.produce_batches for batches without a control batch (nothing to report, so no reporter is built). The
+    response's partitions by (topic name or id, partition), as a dict; for the usual one partition, its values
+    compared instead (what the dict's lookup of an equal key finds)."""
+    cdef list answered = rbody.rows
+    cdef bint one = len(answered) == 1
+    if one:
+        name, answered_id, index, error, base_offset = answered[0]
+        answered_topic = name or answered_id
+    else:
+        results = {(name or topic_id, index): (error, base_offset) for name, topic_id, index, error, base_offset
+                   in answered}
     head = (st.conn_id, st.client_addr, st.broker_addr, req.correlation_id, req.api_version, "produce", req.ts,
             req.client_id, None, None)
     batches_out = rows.batches
     for topic, topic_id, partition, batches, prints in req.produce:
-        err, assigned = results.get((topic_id if topic_id is not None else topic, partition), (None, None))
+        key_topic = topic_id if topic_id is not None else topic
+        if one:
+            err, assigned = (error, base_offset) if key_topic == answered_topic and partition == index else (None, None)
+        else:
+            err, assigned = results.get((key_topic, partition), (None, None))
         tail = (None, None, assigned, err)
         _batches_rows(batches_out, head + (topic, topic_id, partition), batches, tail, prints)
 

@@ -115,6 +115,29 @@ def test_port_reuse_after_fin(tmp_path):
     assert stats.skipped_bytes["after_close"] == 4
 
 
+def test_every_change_to_the_connection_keys_moves_their_version(tmp_path, monkeypatch):
+    """The compiled driver keeps each segment's lookup of its connection while `keys_version` stays what it was
+    (_driver.pyx): a change to `keys` that left it would hand a segment a connection no longer there. Here connections
+    open, close, reuse their ports, and are let go by the sweep after each chunk and at the end."""
+    moved = {}
+    for name in ("segment", "sweep", "finish"):
+        def watched(self, *args, _name=name, _call=getattr(Reassembler, name)):
+            before, version = dict(self.keys), self.keys_version
+            _call(self, *args)
+            if self.keys.keys() != before.keys() or any(self.keys[key] is not found for key, found in before.items()
+                                                        if key in self.keys):
+                assert self.keys_version > version, f"{_name} changed the keys and left their version"
+                moved[_name] = moved.get(_name, 0) + 1
+        monkeypatch.setattr(Reassembler, name, watched)
+    old, hs1, segs1 = flow_with_data(data=b"first", isn=[1000, 5000])
+    new, hs2, segs2 = flow_with_data(data=b"second", isn=[900_000, 7000])
+    idle, hs3, segs3 = flow_with_data(data=b"idle", client=("10.0.0.3", 40001))
+    frames = (hs1 + segs1 + [hs1[0]] + hs2 + segs2 + new.fin(0) + new.fin(1) + new.send(0, b"late") + hs3 + segs3
+              + [tcp_frame(("10.0.0.4", 40002), ("10.0.0.2", 9092), 1, b"mid-connection")] + flow_with_data()[1])
+    sink, _ = run(tmp_path, frames, chunk_size=2, idle_timeout_us=3000, linger_us=1000)
+    assert sink.data(sink.conns[1], 0) == b"second" and set(moved) == {"segment", "sweep", "finish"}
+
+
 def test_rst_closes_and_declares_holes(tmp_path):
     flow, hs, segs = flow_with_data()
     sink, stats = run(tmp_path, hs + [segs[0], segs[2]] + flow.rst(1))
