@@ -129,9 +129,9 @@ def test_every_change_to_the_connection_keys_moves_their_version(tmp_path, monke
                 assert self.keys_version > version, f"{_name} changed the keys and left their version"
                 moved[_name] = moved.get(_name, 0) + 1
         monkeypatch.setattr(Reassembler, name, watched)
-    old, hs1, segs1 = flow_with_data(data=b"first", isn=[1000, 5000])
+    _, hs1, segs1 = flow_with_data(data=b"first", isn=[1000, 5000])
     new, hs2, segs2 = flow_with_data(data=b"second", isn=[900_000, 7000])
-    idle, hs3, segs3 = flow_with_data(data=b"idle", client=("10.0.0.3", 40001))
+    _, hs3, segs3 = flow_with_data(data=b"idle", client=("10.0.0.3", 40001))
     frames = (hs1 + segs1 + [hs1[0]] + hs2 + segs2 + new.fin(0) + new.fin(1) + new.send(0, b"late") + hs3 + segs3
               + [tcp_frame(("10.0.0.4", 40002), ("10.0.0.2", 9092), 1, b"mid-connection")] + flow_with_data()[1])
     sink, _ = run(tmp_path, frames, chunk_size=2, idle_timeout_us=3000, linger_us=1000)
