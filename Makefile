@@ -56,7 +56,7 @@ build-packages:
 
 # Rebuilt when a compiled module's source changes: the editable install compiles the .pyx files, and the .py files a
 # .pxd types (Cython's pure-Python mode, setup.py), only when installed.
-COMPILED_SOURCES := $(wildcard */*.pyx */*/*.pyx */*/*.pxd) $(wildcard $(patsubst %.pxd,%.py,$(wildcard */*/*.pxd)))
+COMPILED_SOURCES := $(wildcard */*.pyx */*.pxd */*/*.pyx */*/*.pxd) $(wildcard $(patsubst %.pxd,%.py,$(wildcard */*/*.pxd)))
 $(BIN)/.installed: pyproject.toml setup.py $(COMPILED_SOURCES) | build-packages
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
