@@ -1,6 +1,7 @@
 # NamedTuples built in C as tuple.__new__ builds an instance of a tuple subclass (allocate, then fill), without its
 # call through Python and the argument tuple it copies: the compiled message path makes one for every segment
-# (reassembly.Where, _driver.pyx) and every message body (bodies.Body, _bodies.pyx).
+# (reassembly.Where, _driver.pyx), every message body (bodies.Body, _bodies.pyx) and every record batch
+# (records.batch.Batch, _batch_headers.pyx).
 
 from cpython.ref cimport Py_INCREF
 from cpython.tuple cimport PyTuple_SET_ITEM

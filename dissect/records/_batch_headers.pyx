@@ -12,6 +12,8 @@ three-stream hardware loop is faster on long data; it is imported at the first o
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 
+from kafkatap.dissect._tuples cimport new_tuple, put
+
 from kafkatap.dissect.errors import DecodeError
 from kafkatap.dissect.records import batch_headers, compression
 from kafkatap.dissect.records.batch import Batch
@@ -100,10 +102,32 @@ cdef bint crc_ok(bytes data, const uint8_t* b, Py_ssize_t pos, Header* h) except
     return _crc_ok(data, b, pos + _CRC_START, pos + h.size, h.crc)
 
 
-cdef object _new = tuple.__new__
-cdef object _Batch = Batch
+cdef type _Batch = Batch
 cdef Py_ssize_t _CRC_START = CRC_START
 cdef int64_t[3] _MIN_LENGTH = [MIN_SIZE[0], MIN_SIZE[1], HEADER_SIZE - 12]
+
+
+cdef object _batch(bytes data, Py_ssize_t pos, Header* h, bint crc_matches):
+    """The Batch of the magic 2 batch h read at data[pos:], made for every batch a Produce or Fetch carries."""
+    cdef object batch = new_tuple(_Batch, 17)
+    put(batch, 0, pos)
+    put(batch, 1, h.size)
+    put(batch, 2, 2)
+    put(batch, 3, h.base_offset)
+    put(batch, 4, h.base_offset + h.last_offset_delta)
+    put(batch, 5, h.record_count)
+    put(batch, 6, h.partition_leader_epoch)
+    put(batch, 7, h.crc)
+    put(batch, 8, crc_matches)
+    put(batch, 9, h.attributes)
+    put(batch, 10, h.first_timestamp)
+    put(batch, 11, h.max_timestamp)
+    put(batch, 12, h.producer_id)
+    put(batch, 13, h.producer_epoch)
+    put(batch, 14, h.base_sequence)
+    put(batch, 15, data)
+    put(batch, 16, None)
+    return batch
 
 
 cdef inline int64_t _be(const uint8_t* b, int n) noexcept:
@@ -165,10 +189,7 @@ def split_batches(data, max_decompressed=compression.DEFAULT_MAX_DECOMPRESSED):
             reason = "negative_length" if h.length < 0 else "truncated"
             return out, 0, DecodeError(reason, pos, f"batch_length {h.length} cannot hold a magic {h.magic} header")
         if found == BATCH:
-            out.append(_new(_Batch, (
-                pos, h.size, 2, h.base_offset, h.base_offset + h.last_offset_delta, h.record_count,
-                h.partition_leader_epoch, h.crc, crc_ok(data, b, pos, &h), h.attributes, h.first_timestamp,
-                h.max_timestamp, h.producer_id, h.producer_epoch, h.base_sequence, data, None)))
+            out.append(_batch(data, pos, &h, crc_ok(data, b, pos, &h)))
         else:
             if view is None:
                 view = memoryview(data)
