@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from kafkatap.dissect import native
 from kafkatap.pipelines import class_archive
 from tests.support.causes import write_causes
-from tests.support.paths import ROOT
+from tests.support.cli import run_cli
+from tests.support.made_once import made_once
+from tests.support.paths import ROOT, SAMPLES
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -88,6 +91,22 @@ def spark() -> Iterator["pyspark.sql.SparkSession"]:  # noqa: F821 - pyspark imp
     remember_names(session.sparkContext._jvm)
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def demo_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`kafkatap report` of the demo's sample as a user runs it (DIR/dissected with the records, DIR/report,
+    DIR/dashboard.html), made once for the run (`made_once`): the dashboard's test draws its page, the cluster test
+    compares its own analysis of the same tables with its report. Each made one of its own before (58-65 s of the
+    two processes' time in a run)."""
+    def make(folder: Path) -> None:
+        from tests.support.spark_cluster import client_env  # pyspark's, imported by the Spark tests only
+
+        result = run_cli("report", str(SAMPLES / "day_in_the_life.pcapng"), "-o", str(folder / "out"), "-q",
+                         env=client_env(), timeout=900)
+        assert result.returncode == 0, result.stderr
+
+    return made_once(tmp_path_factory, "demo_report", make) / "out"
 
 
 @pytest.fixture(autouse=True)

@@ -65,26 +65,24 @@ def assert_ran_on_both_workers(cluster: Cluster, app: dict) -> None:
 
 
 @pytest.fixture(scope="module")
-def dissected(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("cluster") / "dissected"
-    result = run_cli("dissect", str(SAMPLES / f"{SAMPLE}.pcapng"), "-o", str(out), *ports(SAMPLE), "--records", "-q")
+def dissected(demo_report: Path) -> Path:
+    """The sample's tables with its records, as `kafkatap report` dissected them for the run's `demo_report`."""
+    return demo_report / "dissected"
+
+
+def test_analyze_on_the_cluster_equals_local(cluster, demo_report, tmp_path):
+    """`kafkatap analyze --master spark://…` writes the tables and summary the local run of `kafkatap report` wrote
+    from the same dissected tables."""
+    result = run_cli("analyze", str(demo_report / "dissected"), "-o", str(tmp_path / "cluster"), "--master",
+                     cluster.master, env=client_env(), timeout=TIMEOUT_S)
     assert result.returncode == 0, result.stderr
-    return out
-
-
-def test_analyze_on_the_cluster_equals_local(cluster, dissected, tmp_path):
-    reports = {}
-    for where, master in (("local", []), ("cluster", ["--master", cluster.master])):
-        reports[where] = tmp_path / where
-        result = run_cli("analyze", str(dissected), "-o", str(reports[where]), *master, env=client_env(),
-                         timeout=TIMEOUT_S)
-        assert result.returncode == 0, result.stderr
     assert_ran_on_both_workers(cluster, finished_app(cluster, "kafkatap-analyze"))
     for name in TABLES:
-        local = table_rows(reports["local"] / name)
+        local = table_rows(demo_report / "report" / name)
         assert local is not None, name
-        assert table_rows(reports["cluster"] / name) == local, name
-    summaries = [json.loads((reports[where] / "summary.json").read_text()) for where in ("local", "cluster")]
+        assert table_rows(tmp_path / "cluster" / name) == local, name
+    summaries = [json.loads((folder / "summary.json").read_text()) for folder in (demo_report / "report",
+                                                                                 tmp_path / "cluster")]
     assert summaries[0] == summaries[1]
 
 

@@ -1,0 +1,31 @@
+"""An output several test files of one `pytest` run read, made once for the run: by whichever of pytest-xdist's
+processes asks first, while the others wait for it (pytest-xdist's recipe for a session fixture that runs once). A
+fixture's own `scope="session"` is once per process, and `make test` runs two."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+DONE = ".made"
+"""Written last: a folder without it is what a failed or interrupted attempt left, and is made again."""
+
+
+def made_once(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Path], None]) -> Path:
+    """The folder `name`, filled by `make(folder)` the first time any process of this run asks for it."""
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # xdist: the run's, above each process's
+    folder = root / name
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also when this process dies
+        if not (folder / DONE).exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            make(folder)
+            (folder / DONE).touch()
+    return folder
