@@ -94,11 +94,11 @@ def spark() -> Iterator["pyspark.sql.SparkSession"]:  # noqa: F821 - pyspark imp
 
 
 @pytest.fixture(scope="session")
-def demo_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def demo_report(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
     """`kafkatap report` of the demo's sample as a user runs it (DIR/dissected with the records, DIR/report,
     DIR/dashboard.html), made once for the run (`made_once`): the dashboard's test draws its page, the cluster test
-    compares its own analysis of the same tables with its report. Each made one of its own before (58-65 s of the
-    two processes' time in a run)."""
+    compares its own analysis of the same tables with its report. Each made its own before: the dashboard's test ran
+    every job in the tests' session (48 s of its setup in a run), the cluster test a local `kafkatap analyze`."""
     def make(folder: Path) -> None:
         from tests.support.spark_cluster import client_env  # pyspark's, imported by the Spark tests only
 
@@ -106,7 +106,7 @@ def demo_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
                          env=client_env(), timeout=900)
         assert result.returncode == 0, result.stderr
 
-    return made_once(tmp_path_factory, "demo_report", make) / "out"
+    return made_once(tmp_path_factory, worker_id, "demo_report", make) / "out"
 
 
 @pytest.fixture(autouse=True)

@@ -5,7 +5,6 @@ fixture's own `scope="session"` is once per process, and `make test` runs two.""
 from __future__ import annotations
 
 import fcntl
-import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -16,10 +15,12 @@ DONE = ".made"
 """Written last: a folder without it is what a failed or interrupted attempt left, and is made again."""
 
 
-def made_once(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Path], None]) -> Path:
-    """The folder `name`, filled by `make(folder)` the first time any process of this run asks for it."""
+def made_once(tmp_path_factory: pytest.TempPathFactory, worker_id: str, name: str,
+              make: Callable[[Path], None]) -> Path:
+    """The folder `name`, filled by `make(folder)` the first time any process of this run asks for it. worker_id:
+    xdist's fixture of that name ("master" in a run without workers)."""
     base = tmp_path_factory.getbasetemp()
-    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # xdist: the run's, above each process's
+    root = base if worker_id == "master" else base.parent  # a worker's folder is in the run's, beside the others'
     folder = root / name
     with open(root / f"{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also when this process dies
