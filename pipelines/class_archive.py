@@ -10,8 +10,9 @@ The first local run after an install records and, once its report is written, li
 linked (`_link_loaded`, which JDK 17's dump would leave out) and dumps: about 19 s more, 217 MB in the user's cache.
 Every later local run maps the archive. On the bundled sample, three runs each way, alternating (load
 3-5): the session started in 4.1-5.7 s instead of 5.5-7.4 s, and the JVM used 35-46 s of CPU instead of 43-49 s. An
-archive belongs to one Java, one set of Spark jars and one way of dumping: its name is a digest of them, and a JVM
-that still finds it unusable ignores it (-Xshare:auto, the default). KAFKATAP_CLASS_ARCHIVE names another folder for
+archive belongs to one Java, one set of Spark jar files (names, sizes and modification times, `_jar_key`) and one way
+of dumping: its name is a digest of them, and a JVM that still finds it unusable ignores it (-Xshare:auto, the
+default). KAFKATAP_CLASS_ARCHIVE names another folder for
 the archives (and the jar of kafkatap's JVM classes, `cache_folder`), or `off`.
 
 Every new venv, Spark or Java makes a new archive, and the old one would stay in the cache for good (ten of them,
@@ -68,8 +69,17 @@ def archive_path() -> Path | None:
     jars = spark_jars()
     real = Path(java).resolve()
     key = "\n".join([DUMPED, str(real), str(real.stat().st_mtime_ns), pyspark.__version__, str(jars),
-                     *sorted(p.name for p in jars.glob("*.jar"))])
+                     *sorted(_jar_key(p) for p in jars.glob("*.jar"))])
     return cache_folder() / f"spark-{pyspark.__version__}-{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsa"
+
+
+def _jar_key(jar: Path) -> str:
+    """A jar as the JVM checks it before it maps an archive: its name, size and modification time. A venv made again
+    at the same path has jars of the same names, and the JVM refused the earlier venv's archive, without a word under
+    `-Xlog:cds*=off` and without a dump to replace it, in every run after (a checkout's `make demo` then ran the bundled
+    sample without its archive)."""
+    stat = jar.stat()
+    return f"{jar.name} {stat.st_size} {stat.st_mtime_ns}"
 
 
 def cache_folder() -> Path:

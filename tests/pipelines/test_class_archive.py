@@ -63,6 +63,25 @@ def test_one_archive_per_java_and_jars_and_none_when_off(tmp_path: Path, monkeyp
     assert class_archive.archive_path() is None and class_archive.java_options() == ""
 
 
+def test_jars_made_again_under_the_same_names_have_an_archive_of_their_own(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A venv made again at the same path holds jars of the same names in new files, which the JVM checks (size and
+    modification time) and refuses the earlier archive for: that archive must not be the one the new venv maps."""
+    jars = tmp_path / "jars"
+    jars.mkdir()
+    jar = jars / "spark-core_2.13-4.3.0.jar"
+    jar.write_bytes(b"PK one")
+    monkeypatch.setenv(class_archive.ENV, str(tmp_path / "archives"))
+    monkeypatch.setattr(class_archive, "spark_jars", lambda: jars)
+    first = class_archive.archive_path()
+    assert class_archive.archive_path() == first  # the same files: the same archive
+    os.utime(jar, ns=(jar.stat().st_atime_ns, jar.stat().st_mtime_ns + 1_000_000_000))
+    second = class_archive.archive_path()
+    jar.write_bytes(b"PK other, longer")
+    os.utime(jar, ns=(jar.stat().st_atime_ns, jar.stat().st_mtime_ns - 1_000_000_000))
+    assert len({first, second, class_archive.archive_path()}) == 3
+
+
 def test_archives_no_run_has_used_for_a_month_are_removed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A run that maps its archive marks it used; old installs' archives and dumps left half-written go once they
     have been unused for `UNUSED_DAYS`, and nothing else in the folder does."""
