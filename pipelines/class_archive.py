@@ -12,8 +12,8 @@ Every later local run maps the archive. On the bundled sample, three runs each w
 3-5): the session started in 4.1-5.7 s instead of 5.5-7.4 s, and the JVM used 35-46 s of CPU instead of 43-49 s. An
 archive belongs to one Java, one set of Spark jar files (names, sizes and modification times, `_jar_key`) and one way
 of dumping: its name is a digest of them, and a JVM that still finds it unusable ignores it (-Xshare:auto, the
-default). KAFKATAP_CLASS_ARCHIVE names another folder for
-the archives (and the jar of kafkatap's JVM classes, `cache_folder`), or `off`.
+default). KAFKATAP_CLASS_ARCHIVE names another folder for the archives (and the jar of kafkatap's JVM classes,
+`cache_folder`), or `off`.
 
 Every new venv, Spark or Java makes a new archive, and the old one would stay in the cache for good (ten of them,
 1.4 GB, on a machine that reinstalled through a day). A JVM that maps an archive marks it used (its modification

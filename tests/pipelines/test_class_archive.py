@@ -73,13 +73,14 @@ def test_jars_made_again_under_the_same_names_have_an_archive_of_their_own(tmp_p
     jar.write_bytes(b"PK one")
     monkeypatch.setenv(class_archive.ENV, str(tmp_path / "archives"))
     monkeypatch.setattr(class_archive, "spark_jars", lambda: jars)
+    made = jar.stat()
     first = class_archive.archive_path()
     assert class_archive.archive_path() == first  # the same files: the same archive
-    os.utime(jar, ns=(jar.stat().st_atime_ns, jar.stat().st_mtime_ns + 1_000_000_000))
-    second = class_archive.archive_path()
-    jar.write_bytes(b"PK other, longer")
-    os.utime(jar, ns=(jar.stat().st_atime_ns, jar.stat().st_mtime_ns - 1_000_000_000))
-    assert len({first, second, class_archive.archive_path()}) == 3
+    os.utime(jar, ns=(made.st_atime_ns, made.st_mtime_ns + 1_000_000_000))  # the same bytes in a newer file
+    newer = class_archive.archive_path()
+    jar.write_bytes(b"PK a longer one")
+    os.utime(jar, ns=(made.st_atime_ns, made.st_mtime_ns))  # another size with the first file's time
+    assert len({first, newer, class_archive.archive_path()}) == 3
 
 
 def test_archives_no_run_has_used_for_a_month_are_removed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
