@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import io
 import json
 import subprocess
 import sys
@@ -10,7 +12,9 @@ from pathlib import Path
 import duckdb
 import pyarrow.parquet as pq
 import pytest
+from rich.console import Console
 
+from kafkatap.dissect import cli
 from kafkatap.dissect.cli import main
 from kafkatap.dissect.tables.schema import TABLES
 from kafkatap.samples import load_truth
@@ -65,3 +69,16 @@ def test_python_m_dissect_writes_tables_duckdb_reads(tmp_path: Path) -> None:
     deliveries = [d for c in CAPTURES for d in load_truth(c.stem)["share_deliveries"]]
     acked = [d for d in deliveries if d["ack"] is not None]  # a record held past its lock is never acknowledged
     assert deliveries and share == {"acquired": len(deliveries), "ack": len(acked)}
+
+
+def test_the_command_freezes_what_its_imports_made_before_the_run(tmp_path: Path, monkeypatch) -> None:
+    """`kafkatap dissect` hands the collector only what the run makes: the objects of the imports are frozen before
+    it (the collector's passes and the interpreter's at exit skip them)."""
+    frozen = []
+    monkeypatch.setattr(cli, "dissect_captures", lambda *args, **kwargs: frozen.append(gc.get_freeze_count()) or {})
+    args = cli.parser().parse_args([str(SAMPLES / "idempotent.pcapng"), "-o", str(tmp_path / "out")])
+    try:
+        cli.local(args, [9092], [], Console(file=io.StringIO()))
+    finally:
+        gc.unfreeze()
+    assert frozen and frozen[0] > 10_000
