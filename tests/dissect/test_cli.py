@@ -71,7 +71,8 @@ def test_python_m_dissect_writes_tables_duckdb_reads(tmp_path: Path) -> None:
     assert deliveries and share == {"acquired": len(deliveries), "ack": len(acked)}
 
 
-def test_the_command_freezes_what_its_imports_made_before_the_run(tmp_path: Path, monkeypatch) -> None:
+def test_the_command_freezes_what_its_imports_made_before_the_run(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """`kafkatap dissect` hands the collector only what the run makes: the objects of the imports are frozen before
     it (the collector's passes and the interpreter's at exit skip them)."""
     frozen = []
