@@ -10,10 +10,12 @@ The first local run after an install records and, once its report is written, li
 linked (`_link_loaded`, which JDK 17's dump would leave out) and dumps: about 19 s more, 217 MB in the user's cache.
 Every later local run maps the archive. On the bundled sample, three runs each way, alternating (load
 3-5): the session started in 4.1-5.7 s instead of 5.5-7.4 s, and the JVM used 35-46 s of CPU instead of 43-49 s. An
-archive belongs to one Java, one set of Spark jar files (names, sizes and modification times, `_jar_key`) and one way
-of dumping: its name is a digest of them, and a JVM that still finds it unusable ignores it (-Xshare:auto, the
-default). KAFKATAP_CLASS_ARCHIVE names another folder for the archives (and the jar of kafkatap's JVM classes,
-`cache_folder`), or `off`.
+archive belongs to one Java, one set of Spark jar files (names, sizes and modification times, `_jar_key`), one way
+of dumping and the settings from outside that shape the driver's JVM (`user_settings.driver_jvm`: a heap of 32 GB or
+more turns compressed object pointers off, and JDK 17 then maps no archive dumped with them on): its name is a digest
+of them. A JVM that still refuses it (-Xshare:auto, the default, goes on without it) had a reason the key does not
+hold: the run removes it (`check_mapped`), and the next run dumps one for its own settings. KAFKATAP_CLASS_ARCHIVE
+names another folder for the archives (and the jar of kafkatap's JVM classes, `cache_folder`), or `off`.
 
 Every new venv, Spark or Java makes a new archive, and the old one would stay in the cache for good (ten of them,
 1.4 GB, on a machine that reinstalled through a day). A JVM that maps an archive marks it used (its modification
@@ -30,6 +32,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kafkatap.pipelines import user_settings
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -44,6 +48,7 @@ KEPT_ARCHIVES = 3
 venv (23 of them, 3.3 GB, on the machine where the archive was built)."""
 log = logging.getLogger(__name__)
 _recording: list[Path] = []  # the archive this process's JVM records for, once it started one that does
+_mapping: list[Path] = []  # the archive the last `java_options` gave the JVM to map, until `check_mapped`
 
 
 def spark_jars() -> Path:
@@ -69,7 +74,7 @@ def archive_path() -> Path | None:
     jars = spark_jars()
     real = Path(java).resolve()
     key = "\n".join([DUMPED, str(real), str(real.stat().st_mtime_ns), pyspark.__version__, str(jars),
-                     *sorted(_jar_key(p) for p in jars.glob("*.jar"))])
+                     *sorted(_jar_key(p) for p in jars.glob("*.jar")), *user_settings.driver_jvm()])
     return cache_folder() / f"spark-{pyspark.__version__}-{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsa"
 
 
@@ -94,15 +99,49 @@ def cache_folder() -> Path:
 def java_options() -> str:
     """The driver's JVM options: map the archive when there is one, else record for the dump after the run."""
     path = archive_path()
+    _mapping.clear()
     if path is None:
         return ""
     # the dump warns of every class it leaves out (hundreds of lines): none of them is the user's business
     quiet = "-Xlog:cds*=off"
     if path.exists():
         _mark_used(path)
+        _mapping.append(path)
         return f"-XX:SharedArchiveFile={path} {quiet}"
     _recording.append(path)
     return f"-XX:+RecordDynamicDumpInfo {quiet}"
+
+
+def check_mapped(spark: "SparkSession") -> None:
+    """Remove the archive this process's JVM was given if the JVM did not map it, so that the next run records and
+    dumps one it maps, instead of every run starting without one (a driver heap of 32 GB or more given some way
+    `user_settings` does not read, for one). Read from the JVM's memory maps: JDK 17 tells a refusal nowhere else
+    (`-Xlog:cds` is off, and the flags it shows are the same as for an archive it mapped). Where there are no
+    /proc maps, nothing is known and nothing removed."""
+    if not _mapping:
+        return
+    path = _mapping.pop()
+    pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
+    try:
+        inode = path.stat().st_ino
+        with open(f"/proc/{pid}/maps") as maps:
+            mapped = any(_maps_file(line) == (inode, path.name) for line in maps)
+    except OSError:  # no /proc (not Linux), or the archive already gone
+        return
+    if not mapped:
+        log.warning("the JVM did not map the class archive %s (dumped under other settings): removed, so the next "
+                    "run dumps one for these", path)
+        path.unlink(missing_ok=True)  # another JVM that maps it keeps its pages
+
+
+def _maps_file(line: str) -> tuple[int, str]:
+    """(inode, file name) of a line of /proc/PID/maps: the inode is the file's wherever it is mounted or linked, and
+    the name is the one the JVM opened."""
+    fields = line.split(maxsplit=5)
+    if len(fields) < 6 or not fields[4].isdigit():
+        return 0, ""
+    name = fields[5].rstrip("\n").removesuffix(" (deleted)")
+    return int(fields[4]), name.rpartition("/")[2]
 
 
 def _mark_used(path: Path) -> None:
@@ -138,6 +177,22 @@ def _array(gateway, cls, *items):
     return out
 
 
+def diagnostic_command(spark: "SparkSession", command: str, *arguments: str) -> None:
+    """Run one of the JVM's diagnostic commands (as `jcmd` names them, in the MBean's camel case: `vmCds` for
+    `VM.cds`), through MBeanServer's public interface: py4j looks methods up on the server's own class, which Java's
+    modules keep out of reach."""
+    jvm, gateway = spark.sparkContext._jvm, spark.sparkContext._gateway
+    for_name = jvm.java.lang.Class.forName
+    invoke = for_name("javax.management.MBeanServer").getMethod("invoke", _array(
+        gateway, jvm.java.lang.Class, for_name("javax.management.ObjectName"), for_name("java.lang.String"),
+        for_name("[Ljava.lang.Object;"), for_name("[Ljava.lang.String;")))
+    params = _array(gateway, jvm.java.lang.Object, _array(gateway, jvm.java.lang.String, *arguments))
+    signature = _array(gateway, jvm.java.lang.String, "[Ljava.lang.String;")
+    invoke.invoke(jvm.java.lang.management.ManagementFactory.getPlatformMBeanServer(), _array(
+        gateway, jvm.java.lang.Object, jvm.javax.management.ObjectName("com.sun.management:type=DiagnosticCommand"),
+        command, params, signature))
+
+
 def dump(spark: "SparkSession") -> None:
     """Dump the archive from this process's recording JVM, once, after a complete run, unless another run dumped it
     meanwhile (about 19 s saved). Written beside and renamed, so a run that starts meanwhile (or a second one dumping)
@@ -148,23 +203,11 @@ def dump(spark: "SparkSession") -> None:
     if path.exists():  # another first run (a second command, the tests' other process) dumped it meanwhile
         _mark_used(path)
         return
-    jvm, gateway = spark.sparkContext._jvm, spark.sparkContext._gateway
     partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
-    _link_loaded(jvm)
+    _link_loaded(spark.sparkContext._jvm)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        # Through MBeanServer's public interface: py4j looks methods up on the server's own class, which Java's
-        # modules keep out of reach
-        for_name = jvm.java.lang.Class.forName
-        invoke = for_name("javax.management.MBeanServer").getMethod("invoke", _array(
-            gateway, jvm.java.lang.Class, for_name("javax.management.ObjectName"), for_name("java.lang.String"),
-            for_name("[Ljava.lang.Object;"), for_name("[Ljava.lang.String;")))
-        command = _array(gateway, jvm.java.lang.String, "dynamic_dump", str(partial))
-        params = _array(gateway, jvm.java.lang.Object, command)
-        signature = _array(gateway, jvm.java.lang.String, "[Ljava.lang.String;")
-        invoke.invoke(jvm.java.lang.management.ManagementFactory.getPlatformMBeanServer(), _array(
-            gateway, jvm.java.lang.Object, jvm.javax.management.ObjectName("com.sun.management:type=DiagnosticCommand"),
-            "vmCds", params, signature))
+        diagnostic_command(spark, "vmCds", "dynamic_dump", str(partial))
         if partial.exists():
             os.replace(partial, path)
             prune(path.parent)

@@ -14,11 +14,10 @@ sample's run did not change beyond its noise (its shuffles carry a few hundred r
 from __future__ import annotations
 
 import logging
-import os
 import re
 from pathlib import Path
 
-from kafkatap.pipelines import jvm_jar
+from kafkatap.pipelines import jvm_jar, user_settings
 
 SOURCE = Path(__file__).with_name("OneTaskShuffles.java")
 EXTENSION = "kafkatap.OneTaskShuffles"
@@ -32,14 +31,7 @@ log = logging.getLogger(__name__)
 def _named_by_user() -> list[str]:
     """The settings of ours a user names too, through PYSPARK_SUBMIT_ARGS or spark-defaults.conf: ours would replace
     theirs (a session's settings take precedence over both), so the extension then stays out."""
-    text = os.environ.get("PYSPARK_SUBMIT_ARGS", "")
-    spark_home = os.environ.get("SPARK_HOME")
-    conf_dir = os.environ.get("SPARK_CONF_DIR") or (os.path.join(spark_home, "conf") if spark_home else None)
-    if conf_dir:
-        try:
-            text += "\n" + Path(conf_dir, "spark-defaults.conf").read_text(errors="replace")
-        except OSError:
-            pass
+    text = user_settings.submit_text()
     named = {"spark.jars": r"--jars\b|\bspark\.jars[\s=]", "spark.sql.extensions": r"\bspark\.sql\.extensions[\s=]"}
     return [key for key, pattern in named.items() if re.search(pattern, text)]
 

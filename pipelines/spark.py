@@ -127,6 +127,8 @@ def get_spark(app: str, master: str | None = None, shuffle_partitions: int | Non
     builder = SparkSession.builder.config(conf=conf)
     spark = launch(builder, master, log, conf if ours else None) if launched else builder.getOrCreate()
     remember_names(spark.sparkContext._jvm)
+    if one_machine and launched:
+        class_archive.check_mapped(spark)  # the archive it was given, if any: removed if refused
     if one_machine:
         spark.sparkContext.setLogLevel("ERROR")  # WARNs about plan sizes and native libraries mean nothing to a user
     ship(spark)

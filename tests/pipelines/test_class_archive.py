@@ -3,22 +3,26 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from kafkatap.pipelines import class_archive
+from kafkatap.pipelines import class_archive, user_settings
 
 UNLINKED = "org.apache.spark.ml.feature.Bucketizer"
 """A class the probe loads and never links (nothing of Spark's uses it): JDK 17's dump alone would leave it out."""
 PROBE = f"""
-from kafkatap.pipelines import class_archive
+import os
+from kafkatap.pipelines import class_archive, user_settings
 from kafkatap.pipelines.spark import get_spark
 
 spark = get_spark("kafkatap-probe", "local[1]", short_run=True)
 spark.range(3).count()
+if os.environ.get("PROBE_LOADS"):  # from here on: not a JVM option, which the archive's key holds
+    class_archive.diagnostic_command(spark, "vmLog", "output=file=" + os.environ["PROBE_LOADS"], "what=class+load=info")
 jvm = spark.sparkContext._jvm
 jvm.java.lang.Class.forName("{UNLINKED}", False, jvm.java.lang.ClassLoader.getSystemClassLoader())
 pid = jvm.java.lang.ProcessHandle.current().pid()
@@ -28,24 +32,32 @@ class_archive.dump(spark)
 """
 
 
-def _probe(folder: Path, java_options: str | None = None) -> str:
-    env = {k: v for k, v in os.environ.items() if k != "PYSPARK_GATEWAY_PORT"} | {class_archive.ENV: str(folder)}
-    if java_options:
-        env["JAVA_TOOL_OPTIONS"] = java_options
+def _probe(folder: Path, **env: str) -> str:
+    env = {k: v for k, v in os.environ.items() if k != "PYSPARK_GATEWAY_PORT"} | {class_archive.ENV: str(folder)} | env
     return subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=300,
                           check=True).stdout.splitlines()[0]  # then the JVM's own lines of the dump
 
 
 @pytest.mark.slow
-def test_the_first_local_jvm_dumps_the_archive_and_the_next_maps_it(tmp_path: Path) -> None:
+def test_the_first_local_jvm_dumps_the_archive_and_the_next_maps_it(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     assert _probe(tmp_path) == "False"  # nothing to map yet: it records
     archives = list(tmp_path.glob("*.jsa"))  # beside the jar of kafkatap's JVM classes, which the JVM loads too
     assert len(archives) == 1 and archives[0].stat().st_size > 10 << 20
     loads = tmp_path / "loads.txt"
-    assert _probe(tmp_path, f"-Xlog:class+load=info:file={loads}") == "True"
+    assert _probe(tmp_path, PROBE_LOADS=str(loads)) == "True"
     assert list(tmp_path.glob("*.jsa")) == archives  # mapped, not dumped again
     # a class the first JVM loaded and never linked is in the archive too (`LoadedClasses.java`)
     assert f"{UNLINKED} source: shared objects file" in loads.read_text()
+    # A JVM refuses an archive dumped with compressed object pointers when it has none (a heap of 32 GB or more): one
+    # under the key of such a JVM's settings, as if the key did not hold them, is removed by the run it failed
+    monkeypatch.setenv(class_archive.ENV, str(tmp_path))
+    monkeypatch.setenv("JAVA_TOOL_OPTIONS", "-XX:-UseCompressedOops")
+    refused = class_archive.archive_path()
+    assert refused is not None and refused != archives[0]
+    shutil.copy(archives[0], refused)
+    assert _probe(tmp_path) == "False"
+    assert not refused.exists() and archives[0].exists()  # the next such run dumps one of its own
 
 
 def test_one_archive_per_java_and_jars_and_none_when_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -53,9 +65,12 @@ def test_one_archive_per_java_and_jars_and_none_when_off(tmp_path: Path, monkeyp
     path = class_archive.archive_path()
     assert path is not None and path.parent == tmp_path and path.name.endswith(".jsa")
     monkeypatch.setattr(class_archive, "_recording", [])
+    monkeypatch.setattr(class_archive, "_mapping", [])
     assert class_archive.java_options() .startswith("-XX:+RecordDynamicDumpInfo") and class_archive._recording == [path]
+    assert class_archive._mapping == []
     path.write_bytes(b"")
     assert class_archive.java_options().startswith(f"-XX:SharedArchiveFile={path} ")
+    assert class_archive._mapping == [path]  # to be checked once the JVM is up (`check_mapped`)
     monkeypatch.setenv("JAVA_HOME", str(tmp_path / "another-jdk"))  # no java there
     assert class_archive.archive_path() is None
     monkeypatch.setenv(class_archive.ENV, "off")
@@ -83,10 +98,39 @@ def test_jars_made_again_under_the_same_names_have_an_archive_of_their_own(tmp_p
     assert len({first, newer, class_archive.archive_path()}) == 3
 
 
+def test_settings_that_shape_the_driver_jvm_have_an_archive_of_their_own(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The driver's heap and the `java` option variables decide what a JVM maps (above 32 GB of heap, no compressed
+    object pointers: JDK 17 refuses an archive dumped with them), so each of their settings has its own archive; a
+    setting that does not shape the JVM keeps the archive."""
+    monkeypatch.setenv(class_archive.ENV, str(tmp_path))
+    for name in ("PYSPARK_SUBMIT_ARGS", "SPARK_CONF_DIR", "SPARK_HOME", *user_settings.MEMORY_VARIABLES,
+                 *user_settings.JAVA_VARIABLES):
+        monkeypatch.delenv(name, raising=False)
+    first = class_archive.archive_path()
+    monkeypatch.setenv("PYSPARK_SUBMIT_ARGS", "--conf spark.eventLog.enabled=true pyspark-shell")
+    assert class_archive.archive_path() == first
+    paths = {first}
+    for name, value in [("PYSPARK_SUBMIT_ARGS", "--driver-memory 40g pyspark-shell"),
+                        ("PYSPARK_SUBMIT_ARGS", "--conf spark.driver.memory=40g pyspark-shell"),
+                        ("SPARK_DRIVER_MEMORY", "40g"), ("JAVA_TOOL_OPTIONS", "-XX:-UseCompressedOops"),
+                        ("JDK_JAVA_OPTIONS", "-Xmx40g")]:
+        with monkeypatch.context() as setting:
+            setting.setenv(name, value)
+            paths.add(class_archive.archive_path())
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "spark-defaults.conf").write_text("spark.driver.memory   40g\n")
+    monkeypatch.setenv("SPARK_CONF_DIR", str(conf))
+    paths.add(class_archive.archive_path())
+    assert len(paths) == 7
+
+
 def test_archives_no_run_has_used_for_a_month_are_removed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A run that maps its archive marks it used; old installs' archives and dumps left half-written go once they
     have been unused for `UNUSED_DAYS`, and nothing else in the folder does."""
     monkeypatch.setenv(class_archive.ENV, str(tmp_path))
+    monkeypatch.setattr(class_archive, "_mapping", [])
     mine = class_archive.archive_path()
     assert mine is not None
     month = class_archive.UNUSED_DAYS * 86400
