@@ -17,6 +17,10 @@ from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, u
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy
 
+cdef extern from "Python.h":
+    object PyUnicode_New(Py_ssize_t size, Py_UCS4 maxchar)
+    void* PyUnicode_DATA(object o)
+
 from kafkatap.dissect._tuples cimport new_tuple, put
 from kafkatap.dissect.kafka._apis cimport MAX_API_KEYS, MAX_API_VERSIONS, indexed
 from kafkatap.dissect.kafka._found cimport Found
@@ -78,6 +82,8 @@ cdef class StructPlan:
 
     cdef spec(self, Py_ssize_t i, tuple f):
         key, kind, element, nullable, flex, bytes_as, role, index, top, column, collect, child = f
+        if not key.isascii():  # a pass's JSON is copied as ASCII unless a string value made it otherwise (_json)
+            raise ValueError(f"plan of {key!r}: a key beyond ASCII")
         self.keep.append(key)
         cdef Spec* s = &self.specs[i]
         s.key, s.key_len = PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key)
@@ -118,7 +124,7 @@ cdef class Pass:
     cdef dict fields
     cdef list topics, topic_ids, id_names, top, cur, rows
     cdef int64_t first_error
-    cdef bint has_error
+    cdef bint has_error, ascii  # ascii: no string's UTF-8 beyond ASCII written (every other byte written is ASCII)
 
     def __cinit__(self):
         self.cap = 4096
@@ -235,12 +241,12 @@ cdef object _read(Plan plan, bytes frame, Py_ssize_t pos):
     p.topics, p.topic_ids, p.id_names, p.rows = [], [], [], []
     p.top = [None] * len(plan.top)
     p.cur = [None] * plan.columns
-    p.first_error, p.has_error = 0, False
+    p.first_error, p.has_error, p.ascii = 0, False, True
     cdef Py_ssize_t at = pos
     if _struct(p, plan.root, &at, True) != OK:
         p.plan = None
         return None
-    json = PyUnicode_DecodeUTF8(p.out, p.n, NULL)
+    json = _json(p)
     cdef Found found = Found.__new__(Found)
     found.fields, found.topics, found.topic_ids, found.id_names = p.fields, p.topics, p.topic_ids, p.id_names
     found.first_error, found.has_error = p.first_error, p.has_error
@@ -261,6 +267,16 @@ cdef object _read(Plan plan, bytes frame, Py_ssize_t pos):
     global _in_one_pass
     _in_one_pass += 1
     return body
+
+
+cdef object _json(Pass p):
+    """The JSON written as a str: copied as it is when all ASCII (the usual body), where decoding would check every
+    byte again."""
+    if not p.ascii:
+        return PyUnicode_DecodeUTF8(p.out, p.n, NULL)
+    json = PyUnicode_New(p.n, 127)
+    memcpy(PyUnicode_DATA(json), p.out, p.n)
+    return json
 
 
 cdef int _struct(Pass p, StructPlan s, Py_ssize_t* pos, bint top) except -1:
@@ -624,6 +640,7 @@ cdef int _string(Pass p, const uint8_t* b, Py_ssize_t n) except -1:
         memcpy(o, b + i, k + 1)
         o += k + 1
         i += k + 1
+        p.ascii = False
     o[0] = b'"'
     o += 1
     p.n = o - p.out

@@ -94,7 +94,8 @@ cpdef request(exchange, ConnState st, at, offset, bytes payload, where):
     if (<tuple> body)[_END] != n or (api_key == _PRODUCE and top.get("acks") == 0):
         return exchange.request(st, at, offset, payload, where)
     size = n + 4
-    st.req_sync.last_correlation_id = correlation_id
+    cdef object key = correlation_id  # one int object for the sync's field and the pending dict, not one for each use
+    st.req_sync.last_correlation_id = key
     st.seq += 1
     cdef Request req = Request.__new__(Request)
     req.seq, req.size, req.api_key, req.api_version = st.seq, size, api_key, api_version
@@ -109,8 +110,8 @@ cpdef request(exchange, ConnState st, at, offset, bytes payload, where):
         st.sasl.after_request(api_key, api_version)
     inflight = st.inflight
     pending = inflight.pending
-    old = pending.pop(correlation_id, None)
-    pending[correlation_id] = req
+    old = pending.pop(key, None)
+    pending[key] = req
     if old is not None:
         out.frame(st, old, None, where, unpaired=True)
     if len(pending) > _MAX_IN_FLIGHT:

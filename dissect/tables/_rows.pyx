@@ -13,7 +13,7 @@ header's values are derived by batch_row's functions, in the order of its HEADER
 records/ asked); other record data goes through batch_row.batch_rows."""
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
-from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
+from cpython.tuple cimport PyTuple_GET_SIZE
 from libc.stdint cimport INT64_MAX, INT64_MIN, uint8_t
 
 from kafkatap.dissect.kafka._found cimport Found
@@ -301,16 +301,16 @@ cdef Py_ssize_t _plain_rows(Builder out, tuple head, bytes data, tuple tail) exc
 cdef bint _plain_row(Builder out, tuple head, Header* h, tuple tail) except -1:
     """One batch's row, its values as batch_row.batch_rows derives them from a Batch; False (nothing written) when a
     head or tail value does not fit, or the last offset is past int64."""
-    cdef Py_ssize_t c
+    cdef Py_ssize_t c, written
     cdef long long last_offset
     if (h.last_offset_delta > 0 and h.base_offset > INT64_MAX - h.last_offset_delta
             or h.last_offset_delta < 0 and h.base_offset < INT64_MIN - h.last_offset_delta):
         return False
     last_offset = h.base_offset + h.last_offset_delta
-    for c in range(_HEAD):
-        if not out.value(c, <object> PyTuple_GET_ITEM(head, c)):
-            out.row_undo(c)
-            return False
+    written = out.values(0, head)
+    if written < _HEAD:
+        out.row_undo(written)
+        return False
     c = _HEAD
     if not (out.integer(c, 2) and out.integer(c + 1, h.base_offset) and out.integer(c + 2, last_offset)
             and out.integer(c + 3, h.record_count) and out.integer(c + 4, h.producer_id)
@@ -321,10 +321,10 @@ cdef bint _plain_row(Builder out, tuple head, Header* h, tuple tail) except -1:
             and out.value(c + 12, timestamp_us(h.first_timestamp)) and out.value(c + 13, timestamp_us(h.max_timestamp))
             and out.boolean(c + 14, True) and out.null(c + 15)):
         raise AssertionError("_rows.pyx: a batch header's value does not fit its batches/ column")
-    for c in range(_TAIL, _WIDTH):
-        if not out.value(c, <object> PyTuple_GET_ITEM(tail, c - _TAIL)):
-            out.row_undo(c)
-            return False
+    written = out.values(_TAIL, tail)
+    if written < _WIDTH - _TAIL:
+        out.row_undo(_TAIL + written)
+        return False
     out.row_end()
     return True
 
