@@ -44,7 +44,7 @@ cdef tuple _NO_ENTITIES = NO_ENTITIES
 cdef int _PRODUCE = ApiKey.PRODUCE, _FETCH = ApiKey.FETCH
 cdef frozenset _FETCHES = FETCHES
 cdef dict _ERRORS = ERRORS
-cdef tuple _SHARE_APIS = SHARE_APIS
+cdef frozenset _SHARE_APIS = frozenset(SHARE_APIS)  # a hash lookup per frame, not a comparison with each
 cdef object _split_batches = _batch_headers.split_batches
 # Positions in the tuples read here, from the NamedTuples that declare them (read as tuples: no attribute lookup)
 cdef Py_ssize_t _JSON = Body._fields.index("json"), _FOUND = Body._fields.index("found")
@@ -173,11 +173,16 @@ def frame(RowsFields rows not None, ConnState st not None, Request req not None,
 
 cdef object _names(list first, list then):
     """tuple(dict.fromkeys(first + then)) or None (rows.topic_list's usual case) without the joined list and the dict
-    for the one or two names a message usually holds. For str names, being in the list (equal) is being a dict's key
-    already; any other value, or many names, goes through dict.fromkeys itself."""
+    for the one or two names a message usually holds (two: without a list either). For str names, being in the list
+    (equal) is being a dict's key already; any other value, or many names, goes through dict.fromkeys itself."""
     cdef Py_ssize_t n = len(first) + len(then)
     if n == 0:
         return None
+    if n <= 2:  # a request's topic and its response's, the usual case: without a list
+        a = first[0] if len(first) else then[0]
+        b = then[len(then) - 1] if len(then) else first[len(first) - 1]  # a again when there is one name
+        if type(a) is str and type(b) is str:
+            return (a,) if a == b else (a, b)
     if n <= 8:
         out = []
         for names in (first, then):
