@@ -91,7 +91,7 @@ cpdef request(exchange, ConnState st, at, offset, bytes payload, where):
     except DecodeError:
         return exchange.request(st, at, offset, payload, where)
     cdef dict top = (<tuple> body)[_TOP]  # checked: a dict's get is then a C call
-    if (<tuple> body)[_END] != n or (api_key == _PRODUCE and top.get("acks") == 0):
+    if <Py_ssize_t> (<tuple> body)[_END] != n or (api_key == _PRODUCE and top.get("acks") == 0):
         return exchange.request(st, at, offset, payload, where)
     size = n + 4
     cdef object key = correlation_id  # one int object for the sync's field and the pending dict, not one for each use
@@ -137,7 +137,7 @@ cpdef response(exchange, ConnState st, at, offset, bytes payload, where):
         body = _read_response(req.api_key, req.api_version, payload)
     except DecodeError:
         return exchange.response(st, at, offset, payload, where)
-    if (<tuple> body)[_END] != n:
+    if <Py_ssize_t> (<tuple> body)[_END] != n:
         return exchange.response(st, at, offset, payload, where)
     del pending[correlation_id]
     size = n + 4

@@ -39,7 +39,7 @@ cdef _feed(exchange, ConnState st, int side, bytes data, where):
         raise TypeError("a Kafka connection without its framer")
     if n >= 4 and framer.synced and not framer.skip and not framer.buf:
         size = <int32_t> (<uint32_t> b[0] << 24 | <uint32_t> b[1] << 16 | <uint32_t> b[2] << 8 | b[3])
-        if size + 4 == n and framer.sync.min_size <= size <= _MAX_FRAME:
+        if size + 4 == n and <int64_t> framer.sync.min_size <= size <= _MAX_FRAME:
             offset = framer.offset
             framer.offset = offset + n
             framer.need = 4

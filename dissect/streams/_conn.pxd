@@ -13,5 +13,6 @@ cdef class Conn:
 
 
 cdef class OrderingFields:
-    cdef public object pending_total, payload_bytes
+    cdef public object pending_total
+    cdef public long long payload_bytes  # stream bytes delivered: added to for every segment, in C
     cdef public long long keys_version  # Reassembler's count of changes to its keys dict

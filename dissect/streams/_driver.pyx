@@ -114,17 +114,18 @@ cdef bint _usual(OrderingFields reasm, on_data, file, tuple found, int64_t idx, 
         return False
     if (seq - <int64_t> base - pos) & 0xFFFFFFFF:
         return False
-    conn.last_ts_us = ts
+    cdef object ts_us = ts  # one int object for the connection's field, the sink's argument and the Where
+    conn.last_ts_us = ts_us
     half.strays = 0
     half.pos = pos + pl
     half.tail = payload if pl <= _TAIL else payload[pl - _TAIL:]
     reasm.payload_bytes += pl
-    if on_data(conn, side, ts, payload, _where(file, idx, ts)) is False:
+    if on_data(conn, side, ts_us, payload, _where(file, idx, ts_us)) is False:
         reasm._ignore(conn)
     return True
 
 
-cdef object _where(file, int64_t idx, int64_t ts):
+cdef object _where(file, int64_t idx, object ts):
     """Where(file, idx, ts), made for every segment."""
     cdef object where = new_tuple(_Where, 3)
     put(where, 0, file)

@@ -19,8 +19,8 @@ from libc.stdint cimport INT64_MAX, INT64_MIN, uint8_t
 from kafkatap.dissect.kafka._found cimport Found
 from kafkatap.dissect.kafka._state cimport ConnState, Request, Response
 from kafkatap.dissect.records._batch_headers cimport BATCH, END, PARTIAL, Header, Next, crc_ok, next_batch
-from kafkatap.dissect.tables.batch_row cimport (batch_rows as _batch_rows, compression, is_control,
-                                                 is_transactional, timestamp_us)
+from kafkatap.dissect.tables.batch_row cimport (batch_rows as _batch_rows, column_us, compression, is_control,
+                                                 is_transactional)
 from kafkatap.dissect.tables._columns cimport (Builder, WriterFields, add as _add, builder_of, extend as _extend,
                                                rows_added)
 from kafkatap.dissect.tables.frames_row cimport frame_row
@@ -48,7 +48,7 @@ cdef frozenset _SHARE_APIS = frozenset(SHARE_APIS)  # a hash lookup per frame, n
 cdef object _split_batches = _batch_headers.split_batches
 # Positions in the tuples read here, from the NamedTuples that declare them (read as tuples: no attribute lookup)
 cdef Py_ssize_t _JSON = Body._fields.index("json"), _FOUND = Body._fields.index("found")
-cdef Py_ssize_t _TOP = Body._fields.index("top")
+cdef Py_ssize_t _TOP = Body._fields.index("top"), _ROWS = Body._fields.index("rows")
 cdef Py_ssize_t _CRC_OK = Batch._fields.index("crc_ok"), _ATTRIBUTES = Batch._fields.index("attributes")
 cdef long _CONTROL = CONTROL
 # Where a batches/ row's header columns (batch_row.HEADER_COLUMNS) are: after the carrying message's, before the tail
@@ -86,9 +86,9 @@ cdef list _clean(list partitions, Py_ssize_t data_at, bint final):
 def request(RowsFields rows not None, ConnState st not None, Request req not None, where):
     if req.api_key != _PRODUCE:
         return
-    partitions = req.body.rows
-    if rows.records is not None:
+    if rows.records is not None or req.body is None:  # the body is read as a tuple below: never None there
         return reference.request(rows, st, req, where)
+    partitions = (<tuple> req.body)[_ROWS]
     plain = _all_plain(partitions, True)
     split = None if plain else _clean(partitions, 3, True)
     if not plain and split is None:
@@ -109,15 +109,15 @@ def response(RowsFields rows not None, ConnState st not None, Request req not No
         return
     if req.api_key != _FETCH:
         return reference.response(rows, st, req, resp, where)
-    partitions = resp.body.rows
-    if rows.records is not None:
+    if rows.records is not None or resp.body is None:
         return reference.response(rows, st, req, resp, where)
+    partitions = (<tuple> resp.body)[_ROWS]
     plain = _all_plain(partitions, False)
     split = None if plain else _clean(partitions, 3, False)
     if not plain and split is None:
         return reference.response(rows, st, req, resp, where)
     offsets = {} if req.body is None else {(topic or topic_id, partition): offset
-                                           for topic, topic_id, partition, offset in req.body.rows}
+                                           for topic, topic_id, partition, offset in (<tuple> req.body)[_ROWS]}
     carrier = (st.conn_id, st.client_addr, st.broker_addr, req.correlation_id, req.api_version, "fetch", resp.ts,
                req.client_id, None, None)
     resolve, batches_out = rows.topics.resolve, rows.batches
@@ -216,7 +216,7 @@ cdef _produce_batches(RowsFields rows, Request req, ConnState st, rbody):
     """Rows.produce_batches for batches without a control batch (nothing to report, so no reporter is built). The
     response's partitions by (topic name or id, partition), as a dict; for the usual one partition, its values
     compared instead (what the dict's lookup of an equal key finds)."""
-    cdef list answered = rbody.rows
+    cdef list answered = (<tuple> rbody)[_ROWS]
     cdef bint one = len(answered) == 1
     if one:
         name, answered_id, index, error, base_offset = answered[0]
@@ -224,8 +224,8 @@ cdef _produce_batches(RowsFields rows, Request req, ConnState st, rbody):
     else:
         results = {(name or topic_id, index): (error, base_offset) for name, topic_id, index, error, base_offset
                    in answered}
-    head = (st.conn_id, st.client_addr, st.broker_addr, req.correlation_id, req.api_version, "produce", req.ts,
-            req.client_id, None, None)
+    conn_id, client_addr, broker_addr, correlation_id = st.conn_id, st.client_addr, st.broker_addr, req.correlation_id
+    api_version, ts, client_id = req.api_version, req.ts, req.client_id
     batches_out = rows.batches
     for topic, topic_id, partition, batches, prints in req.produce:
         key_topic = topic_id if topic_id is not None else topic
@@ -234,7 +234,9 @@ cdef _produce_batches(RowsFields rows, Request req, ConnState st, rbody):
         else:
             err, assigned = results.get((key_topic, partition), (None, None))
         tail = (None, None, assigned, err)
-        _batches_rows(batches_out, head + (topic, topic_id, partition), batches, tail, prints)
+        head = (conn_id, client_addr, broker_addr, correlation_id, api_version, "produce", ts, client_id, None, None,
+                topic, topic_id, partition)  # Rows.produce_batches's head + (topic, topic_id, partition), in one tuple
+        _batches_rows(batches_out, head, batches, tail, prints)
 
 
 cdef _split_plain(Request req):
@@ -303,6 +305,11 @@ cdef Py_ssize_t _plain_rows(Builder out, tuple head, bytes data, tuple tail) exc
     return -1
 
 
+cdef inline int _timestamp(Builder out, Py_ssize_t c, long long us) except -1:
+    """A timestamp column's value from `column_us` (-1: null)."""
+    return out.integer(c, us) if us >= 0 else out.null(c)
+
+
 cdef bint _plain_row(Builder out, tuple head, Header* h, tuple tail) except -1:
     """One batch's row, its values as batch_row.batch_rows derives them from a Batch; False (nothing written) when a
     head or tail value does not fit, or the last offset is past int64."""
@@ -323,7 +330,8 @@ cdef bint _plain_row(Builder out, tuple head, Header* h, tuple tail) except -1:
             and out.boolean(c + 7, is_transactional(h.attributes)) and out.boolean(c + 8, is_control(h.attributes))
             and out.null(c + 9)
             and out.value(c + 10, compression(h.attributes)) and out.integer(c + 11, h.size)
-            and out.value(c + 12, timestamp_us(h.first_timestamp)) and out.value(c + 13, timestamp_us(h.max_timestamp))
+            and _timestamp(out, c + 12, column_us(h.first_timestamp))
+            and _timestamp(out, c + 13, column_us(h.max_timestamp))
             and out.boolean(c + 14, True) and out.null(c + 15)):
         raise AssertionError("_rows.pyx: a batch header's value does not fit its batches/ column")
     written = out.values(_TAIL, tail)

@@ -11,6 +11,7 @@ cpdef bint is_transactional(long attributes)
 cpdef bint is_control(long attributes)
 cpdef str compression(long attributes)
 cpdef object timestamp_us(long long ms)
+cpdef long long column_us(long long ms)
 
 @cython.locals(fields=tuple, attributes=long, first="long long", last="long long", i=Py_ssize_t)
 cpdef list batch_rows(tuple head, list batches, tuple tail, problem, list prints=*)

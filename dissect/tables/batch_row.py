@@ -52,7 +52,14 @@ def compression(attributes: int) -> str:
 def timestamp_us(ms: int) -> int | None:
     """A batch's millisecond timestamp as its column's microseconds; None for one that has none there (-1, or past
     int64's microseconds)."""
-    return ms * 1000 if 0 <= ms <= _MAX_MS else None
+    us = column_us(ms)
+    return us if us >= 0 else None
+
+
+def column_us(ms: int) -> int:
+    """`timestamp_us` with -1 for None: the compiled rows of plain record data (_rows.pyx) write it as a C value,
+    without an int object per timestamp."""
+    return ms * 1000 if 0 <= ms <= _MAX_MS else -1
 
 
 def control_type(batch: Batch, problem: Problem) -> str | None:
