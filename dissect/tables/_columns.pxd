@@ -37,7 +37,8 @@ cdef class Builder:
 
 
 cdef class WriterFields:
-    cdef public object builder, rows, pending_bytes
+    cdef public object builder, rows
+    cdef public Py_ssize_t pending_bytes  # added to for every frames/ row (`add`), in C
 
 
 cpdef add(WriterFields writer, row, Py_ssize_t nbytes=*)
