@@ -1,8 +1,8 @@
 # Declarations of the compiled writer: TableWriter's compiled base, whose fields `add` and `extend` read as C struct
 # members, and those two functions, which the compiled row builders (_rows.pyx) call in C rather than through each
 # TableWriter's `add` and `extend` attributes (a partial of these same functions); and the row builder's columns,
-# which a compiled row builder may also write a value (or a run of them) at a time (`Builder.value`, `values` ..
-# `row_end`), without a tuple for the row.
+# which a compiled row builder may also write a run of values, or one C value, at a time (`Builder.values`,
+# `integer` .. `row_end`), without a tuple for the row.
 
 cdef struct Buf:
     char* p
@@ -27,7 +27,6 @@ cdef class Builder:
     cdef int _start(self) except -1
     cdef bint take(self, object row) except -1
     cdef bint _add(self, tuple row) except -1
-    cdef int value(self, Py_ssize_t c, object v) except -1
     cdef Py_ssize_t values(self, Py_ssize_t start, tuple items) except -1
     cdef int integer(self, Py_ssize_t c, long long x) except -1
     cdef int boolean(self, Py_ssize_t c, bint x) except -1

@@ -427,7 +427,7 @@ cdef class Builder:
     """A row group's columns written as rows are added (TableWriter's compiled path): `add` takes a row whose values
     all fit their columns and refuses (False, nothing written) any other; `arrays` hands the columns over and
     starts the next row group. The compiled row builders also write a row a value at a time, each into its column
-    (`value`, `values`, `integer`, `boolean`, `null`, then `row_end`, or `row_undo`), without a tuple for it."""
+    (`values`, `integer`, `boolean`, `null`, then `row_end`, or `row_undo`), without a tuple for it."""
 
     def __cinit__(self, row_type, tuple kinds):
         self.width = len(kinds)
@@ -491,14 +491,11 @@ cdef class Builder:
         self.rows = r + 1
         return True
 
-    cdef int value(self, Py_ssize_t c, object v) except -1:
-        """Column c's value of the row being written: 1, or 0 (nothing written) when v does not fit."""
-        return _value(_at(self, c), self.rows, v)
-
     cdef Py_ssize_t values(self, Py_ssize_t start, tuple items) except -1:
         """items as the row's values of columns start, start + 1, ...: how many were written before the first that
-        does not fit (all of them: len(items)). One call and one bounds check for a run of columns, where `value`
-        costs both per value (a batches/ row's carrying message and partition: 13 values, then 4)."""
+        does not fit (all of them: len(items)). One call and one bounds check for a run of columns (a batches/ row's
+        carrying message and partition: 13 values, then 4), and with `_add` the only caller of `_value`, which the
+        compiler then inlines into both loops."""
         if items is None:  # a typed argument of a cdef function may be None, which C must never read
             raise TypeError("values: items must be a tuple")
         cdef Py_ssize_t i, n = PyTuple_GET_SIZE(items), r = self.rows

@@ -51,6 +51,7 @@ cdef Py_ssize_t _JSON = Body._fields.index("json"), _FOUND = Body._fields.index(
 cdef Py_ssize_t _TOP = Body._fields.index("top"), _ROWS = Body._fields.index("rows")
 cdef Py_ssize_t _CRC_OK = Batch._fields.index("crc_ok"), _ATTRIBUTES = Batch._fields.index("attributes")
 cdef long _CONTROL = CONTROL
+cdef tuple _CODEC_NAMES = tuple((compression(codec),) for codec in range(8))  # by attributes & 7, as 1-tuples
 # Where a batches/ row's header columns (batch_row.HEADER_COLUMNS) are: after the carrying message's, before the tail
 cdef Py_ssize_t _HEAD = BATCHES.get_field_index(HEADER_COLUMNS[0])
 cdef Py_ssize_t _TAIL = _HEAD + len(HEADER_COLUMNS), _WIDTH = len(BATCHES)
@@ -329,7 +330,7 @@ cdef bint _plain_row(Builder out, tuple head, Header* h, tuple tail) except -1:
             and out.integer(c + 5, h.producer_epoch) and out.integer(c + 6, h.base_sequence)
             and out.boolean(c + 7, is_transactional(h.attributes)) and out.boolean(c + 8, is_control(h.attributes))
             and out.null(c + 9)
-            and out.value(c + 10, compression(h.attributes)) and out.integer(c + 11, h.size)
+            and out.values(c + 10, _CODEC_NAMES[h.attributes & 7]) == 1 and out.integer(c + 11, h.size)
             and _timestamp(out, c + 12, column_us(h.first_timestamp))
             and _timestamp(out, c + 13, column_us(h.max_timestamp))
             and out.boolean(c + 14, True) and out.null(c + 15)):
