@@ -22,13 +22,14 @@ EXTENSIONS = ("kafkatap.dissect.packets._frames", "kafkatap.dissect.packets._pac
               "kafkatap.dissect.records._batch_headers",
               "kafkatap.dissect.streams._conn", "kafkatap.dissect.streams._driver",
               "kafkatap.dissect.kafka._sink", "kafkatap.dissect.kafka._framing", "kafkatap.dissect.kafka._account",
-              "kafkatap.dissect.kafka._exchange",
+              "kafkatap.dissect.kafka._exchange", "kafkatap.dissect.kafka._messages",
               "kafkatap.dissect.kafka._bodies", "kafkatap.dissect.kafka._found", "kafkatap.dissect.kafka._state",
               "kafkatap.dissect.tables._rows",
               "kafkatap.dissect.tables._columns")
-COMPILED_SOURCES = ("kafkatap.dissect.tables.frames_row", "kafkatap.dissect.tables.batch_row",
-                    "kafkatap.dissect.tables.batches", "kafkatap.dissect.records.batch",
-                    "kafkatap.dissect.records.record_batch")
+COMPILED_SOURCES = ("kafkatap.dissect.kafka.pairing", "kafkatap.dissect.kafka.orphans", "kafkatap.dissect.kafka.sasl",
+                    "kafkatap.dissect.kafka.skips", "kafkatap.dissect.tables.frames_row",
+                    "kafkatap.dissect.tables.batch_row", "kafkatap.dissect.tables.batches",
+                    "kafkatap.dissect.records.batch", "kafkatap.dissect.records.record_batch")
 """Plain-Python modules setup.py also compiles (a .py with a .pxd of its name): one source both paths run, so they are
 no twins to pick between, but a built core holds an extension module for each."""
 NOT_BUILT = "kafkatap: the compiled dissector core is not built; running the pure-Python dissector (slower)"

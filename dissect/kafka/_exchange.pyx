@@ -18,6 +18,7 @@ from kafkatap.dissect.kafka._account cimport Account
 from kafkatap.dissect.kafka._apis cimport MAX_API_KEYS, MAX_API_VERSIONS, indexed
 from kafkatap.dissect.kafka._bodies cimport read_request as _read_request, read_response as _read_response
 from kafkatap.dissect.kafka._found cimport Found
+from kafkatap.dissect.kafka._messages cimport Messages
 from kafkatap.dissect.kafka._state cimport ConnState, Request, Response
 
 from kafkatap.dissect.errors import DecodeError
@@ -54,6 +55,29 @@ cdef int _REQUEST = REQUEST, _RESPONSE = RESPONSE
 
 cdef inline int32_t _i32(const uint8_t* b):
     return <int32_t> (<uint32_t> b[0] << 24 | <uint32_t> b[1] << 16 | <uint32_t> b[2] << 8 | b[3])
+
+
+cdef class ExchangeFields:
+    """The field of exchange.Exchange these fast paths read for every message, as a C struct member (Exchange's
+    compiled base; Exchange.__init__ sets it)."""
+    cdef public object out
+
+
+cdef inline Messages _in_c(out):
+    """`out` as the compiled Messages whose C methods its run picked (called without a method lookup, a partial and
+    argument parsing), or None: its Python methods then."""
+    if isinstance(out, Messages) and (<Messages> out).compiled:
+        return <Messages> out
+    return None
+
+
+cdef _frame(out, Messages fast, ConnState st, Request req, Response resp, where, bint unpaired):
+    if fast is not None:
+        fast.frame(st, req, resp, where, unpaired)
+    elif unpaired:
+        out.frame(st, req, resp, where, unpaired=True)
+    else:
+        out.frame(st, req, resp, where)
 
 
 cpdef request(exchange, ConnState st, at, offset, bytes payload, where):
@@ -104,18 +128,21 @@ cpdef request(exchange, ConnState st, at, offset, bytes payload, where):
     req.correlation_id, req.known, req.client_id = correlation_id, True, client_id
     req.body = body
     (<Account> st.account).decoded_bytes[_REQUEST] += size
-    out = exchange.out
-    out.request(st, req, where)
+    out = (<ExchangeFields?> exchange).out  # checked: Exchange, whose compiled base it is
+    cdef Messages fast = _in_c(out)
+    if fast is not None:
+        fast.request(st, req, where)
+    else:
+        out.request(st, req, where)
     if api_key == _SASL_HANDSHAKE:
         st.sasl.after_request(api_key, api_version)
-    inflight = st.inflight
-    pending = inflight.pending
+    pending = st.inflight.pending
     old = pending.pop(key, None)
     pending[key] = req
     if old is not None:
-        out.frame(st, old, None, where, unpaired=True)
+        _frame(out, fast, st, old, None, where, True)
     if len(pending) > _MAX_IN_FLIGHT:
-        out.frame(st, pending.pop(next(iter(pending))), None, where, unpaired=True)
+        _frame(out, fast, st, pending.pop(next(iter(pending))), None, where, True)
 
 
 cpdef response(exchange, ConnState st, at, offset, bytes payload, where):
@@ -146,12 +173,16 @@ cpdef response(exchange, ConnState st, at, offset, bytes payload, where):
     resp.capture_file, resp.ts = (<tuple> at)[_FILE], (<tuple> at)[_TS]
     resp.packet = <int64_t> (<tuple> at)[_PACKET] + 1
     (<Account> st.account).decoded_bytes[_RESPONSE] += size
-    out = exchange.out
-    out.response(st, req, resp, where)
+    out = (<ExchangeFields?> exchange).out  # checked: Exchange, whose compiled base it is
+    cdef Messages fast = _in_c(out)
+    if fast is not None:
+        fast.response(st, req, resp, where)
+    else:
+        out.response(st, req, resp, where)
     found = (<tuple> body)[_FOUND]  # None only for the apis read as dicts, which the method handles
     id_names = (<Found> found).id_names if found is not None else None
     if id_names:
         learn = exchange.topics.learn
         for topic_id, name in id_names:
             learn(topic_id, name)
-    out.frame(st, req, resp, where)
+    _frame(out, fast, st, req, resp, where, False)

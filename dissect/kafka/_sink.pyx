@@ -12,15 +12,25 @@ from kafkatap.dissect.kafka._account cimport Account
 from kafkatap.dissect.kafka._exchange cimport request as _request, response as _response
 from kafkatap.dissect.kafka._framing cimport FramerFields
 from kafkatap.dissect.kafka._state cimport ConnState
+from kafkatap.dissect.kafka.skips cimport Skips
 from kafkatap.dissect.streams._conn cimport Conn
 
 from kafkatap.dissect.kafka import sink as reference  # its names are looked up at call time: it imports this module
 from kafkatap.dissect.kafka.framing import MAX_FRAME
+from kafkatap.dissect.kafka.plausible import REQUEST_MIN_SIZE, RESPONSE_MIN_SIZE
 
 cdef int64_t _MAX_FRAME = MAX_FRAME
+# A sync's min_size is one of these or 0 (sasl.SaslTokens): a frame of at least the largest needs no look at it
+cdef int64_t _FITS_ANY_SYNC = max(REQUEST_MIN_SIZE, RESPONSE_MIN_SIZE)
 
 
-def on_data(sink, Conn conn not None, int side, ts, data, where):
+cdef class SinkFields:
+    """The field of sink.Sink that on_data reads for every segment, as a C struct member (Sink's compiled base;
+    Sink.__init__ sets it)."""
+    cdef public object exchange
+
+
+def on_data(SinkFields sink not None, Conn conn not None, int side, ts, data, where):
     cdef ConnState st = conn.state
     if st is not None and st.kind == "kafka" and type(data) is bytes:
         _feed(sink.exchange, st, side, data, where)
@@ -39,7 +49,8 @@ cdef _feed(exchange, ConnState st, int side, bytes data, where):
         raise TypeError("a Kafka connection without its framer")
     if n >= 4 and framer.synced and not framer.skip and not framer.buf:
         size = <int32_t> (<uint32_t> b[0] << 24 | <uint32_t> b[1] << 16 | <uint32_t> b[2] << 8 | b[3])
-        if size + 4 == n and <int64_t> framer.sync.min_size <= size <= _MAX_FRAME:
+        if (size + 4 == n and (size >= _FITS_ANY_SYNC or <int64_t> framer.sync.min_size <= size)
+                and size <= _MAX_FRAME):
             offset = framer.offset
             framer.offset = offset + n
             framer.need = 4
@@ -60,7 +71,7 @@ cdef _handle(exchange, ConnState st, int direction, frames, where):
 
 
 cdef _flush_skips(ConnState st, int direction):
-    skips = st.skips[direction]
+    cdef Skips skips = st.skips[direction]
     if skips.run is not None:
         skips.flush()
 

@@ -3,6 +3,10 @@
 
 from libc.stdint cimport int64_t
 
+from kafkatap.dissect.kafka.orphans cimport Orphans
+from kafkatap.dissect.kafka.pairing cimport InFlight
+from kafkatap.dissect.kafka.sasl cimport SaslTokens
+
 cdef class Request:
     cdef public object seq, ts, capture_file, size, client_id, body, error, produce
     cdef public int64_t packet
@@ -17,5 +21,8 @@ cdef class Response:
 
 cdef class ConnState:
     cdef public object conn_id, client_addr, broker_addr, client_side, kind, framers, skips, req_sync, resp_sync
-    cdef public object inflight, orphans, sasl, account, probe, probe_bytes, tls, tls_version
+    cdef public object account, probe, probe_bytes, tls, tls_version
+    cdef public InFlight inflight
+    cdef public Orphans orphans
+    cdef public SaslTokens sasl
     cdef public long long seq

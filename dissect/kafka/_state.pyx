@@ -4,10 +4,7 @@ fields as C struct members (_state.pxd). The compiled message path reads their f
 request/response pair; as slots each read is an attribute lookup."""
 
 from kafkatap.dissect.kafka.account import Account
-from kafkatap.dissect.kafka.orphans import Orphans
-from kafkatap.dissect.kafka.pairing import InFlight
 from kafkatap.dissect.kafka.plausible import RequestSync, ResponseSync
-from kafkatap.dissect.kafka.sasl import SaslTokens
 
 
 cdef class Request:

@@ -33,12 +33,16 @@ _I32 = struct.Struct(">i").unpack_from
 _KNOWN: dict[tuple[int, int], bool] = {}
 """is_known by (api_key, api_version): asked once per request, so worth a dict instead of a range scan."""
 _compiled = native.extension("kafkatap.dissect.kafka._bodies")
+_fast_paths = native.extension("kafkatap.dissect.kafka._exchange")
+_Base: type = _fast_paths.ExchangeFields if native.compiled and _fast_paths is not None else object
 
 
-class Exchange:
+class Exchange(_Base):  # type: ignore[valid-type, misc]
     """Decodes and pairs the frames of a sink's Kafka connections (each connection's own state is its ConnState)."""
 
-    __slots__ = ("out", "topics", "consumer", "read_request", "read_response")
+    # With the compiled core `out` is a C struct member of the compiled base (which the compiled fast paths read for
+    # every message); without it, a slot.
+    __slots__ = ("topics", "consumer", "read_request", "read_response") + (("out",) if _Base is object else ())
 
     def __init__(self, out: Messages, topics: TopicNames) -> None:
         self.out = out

@@ -1,8 +1,11 @@
+# cython: annotation_typing=False
 """Responses whose request has not been seen, held per connection while it may still come.
 
 The reassembler may hold a request back behind a hole in the client's direction while the broker's answer to it has
 already arrived: the response waits here for its request, about as long as the reassembler holds bytes back. Bounded
 like `pairing.InFlight`; the oldest are let go, to be reported as unpaired.
+
+Plain Python that setup.py also compiles (Cython's pure-Python mode, orphans.pxd): one source for both paths.
 """
 
 from __future__ import annotations

@@ -1,8 +1,11 @@
+# cython: annotation_typing=False
 """Requests waiting for their response on one connection, paired by correlation id.
 
 A Kafka broker answers the requests of one connection in the order it received them. So when the response to request
 k arrives, every older request still waiting has lost its response (in a capture gap): those are handed back at once
 as unpaired instead of waiting for the end of the capture. That, and a cap, bound memory by in-flight requests.
+
+Plain Python that setup.py also compiles (Cython's pure-Python mode, pairing.pxd): one source for both paths.
 """
 
 from __future__ import annotations

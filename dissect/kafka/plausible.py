@@ -84,6 +84,12 @@ def decode_answer(api_key: int, api_version: int, frame: bytes) -> tuple[dict, i
         return decode_response(ApiKey.API_VERSIONS, 0, frame, 4)
 
 
+REQUEST_MIN_SIZE = 8
+"""The smallest request frame: api_key, api_version, correlation_id."""
+RESPONSE_MIN_SIZE = 4
+"""The smallest response frame: the correlation id."""
+
+
 class RequestSync:
     """Sync for the client's direction: the request header's shape, confirmed by decoding the body."""
 
@@ -91,7 +97,7 @@ class RequestSync:
 
     def __init__(self) -> None:
         self.last_correlation_id: int | None = None
-        self.min_size = 8  # api_key, api_version, correlation_id; 0 while raw SASL tokens may come
+        self.min_size = REQUEST_MIN_SIZE  # 0 while raw SASL tokens may come
 
     def check(self, buf: bytes | bytearray, pos: int) -> int:
         return request_check(buf, pos, self.last_correlation_id)
@@ -114,7 +120,7 @@ class ResponseSync:
     def __init__(self, awaited: Callable[[], dict[int, tuple[int, int]]]) -> None:
         self.awaited = awaited  # correlation id -> (api_key, api_version) of the oldest in-flight requests
         self.raw_tokens = False  # after SaslHandshake v0 the broker sends size-prefixed raw SASL tokens
-        self.min_size = 4  # the correlation id; 0 while raw SASL tokens may come
+        self.min_size = RESPONSE_MIN_SIZE  # 0 while raw SASL tokens may come
 
     def check(self, buf: bytes | bytearray, pos: int) -> int:
         if len(buf) - pos < 8:

@@ -1,13 +1,17 @@
+# cython: annotation_typing=False
 """Raw SASL tokens: after a SaslHandshake v0 request the client sends size-prefixed SASL tokens with no Kafka header,
 and the broker answers the same way, until the client's next real request. Both directions' framers must accept
-such frames, and the exchange counts them as `sasl_token` bytes, never decoding them."""
+such frames, and the exchange counts them as `sasl_token` bytes, never decoding them.
+
+Plain Python that setup.py also compiles (Cython's pure-Python mode, sasl.pxd): one source for both paths."""
 
 from __future__ import annotations
 
 import struct
 
 from kafkatap.dissect.kafka.framing import YES
-from kafkatap.dissect.kafka.plausible import RequestSync, ResponseSync, request_check
+from kafkatap.dissect.kafka.plausible import (REQUEST_MIN_SIZE, RESPONSE_MIN_SIZE, RequestSync, ResponseSync,
+                                              request_check)
 from kafkatap.dissect.protocol.generated.api_keys import ApiKey
 
 
@@ -40,5 +44,5 @@ class SaslTokens:
 
     def _expect(self, on: bool) -> None:
         self.expected = self.resp_sync.raw_tokens = on
-        self.req_sync.min_size = 0 if on else 8
-        self.resp_sync.min_size = 0 if on else 4
+        self.req_sync.min_size = 0 if on else REQUEST_MIN_SIZE
+        self.resp_sync.min_size = 0 if on else RESPONSE_MIN_SIZE

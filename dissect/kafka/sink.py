@@ -29,9 +29,10 @@ if TYPE_CHECKING:
     from kafkatap.dissect.tls import Output
 
 _compiled = native.extension("kafkatap.dissect.kafka._sink")
+_Base: type = _compiled.SinkFields if native.compiled and _compiled is not None else object
 
 
-class Sink:
+class Sink(_Base):  # type: ignore[valid-type, misc]
     """Implements streams.reassembly.StreamSink."""
 
     def __init__(self, out: Messages, topics: TopicNames, ports: set[int], part: tuple[int, int] = (0, 1),

@@ -1,6 +1,9 @@
+# cython: annotation_typing=False
 """Bytes a framer skips, booked and reported: each skip is booked in the byte account by reason, and a run of skips
 for one reason over contiguous stream bytes becomes a single anomaly row at the packet where the run began (a resync
-over a megabyte is one row, not one per segment)."""
+over a megabyte is one row, not one per segment).
+
+Plain Python that setup.py also compiles (Cython's pure-Python mode, skips.pxd): one source for both paths."""
 
 from __future__ import annotations
 

@@ -1,12 +1,13 @@
 """Stub of the compiled twins of rows.request, rows.response and rows.frame, and of Rows' compiled base (_rows.pyx)."""
 
+from kafkatap.dissect.kafka._messages import Messages
 from kafkatap.dissect.kafka.state import ConnState, Request, Response
 from kafkatap.dissect.kafka.topics import TopicNames
 from kafkatap.dissect.streams.reassembly import Where
 from kafkatap.dissect.tables.rows import Rows
 from kafkatap.dissect.tables.writer import TableWriter
 
-class RowsFields:
+class RowsFields(Messages):
     topics: TopicNames
     frames: TableWriter
     batches: TableWriter

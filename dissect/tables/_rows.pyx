@@ -17,6 +17,7 @@ from cpython.tuple cimport PyTuple_GET_SIZE
 from libc.stdint cimport INT64_MAX, INT64_MIN, uint8_t
 
 from kafkatap.dissect.kafka._found cimport Found
+from kafkatap.dissect.kafka._messages cimport Messages
 from kafkatap.dissect.kafka._state cimport ConnState, Request, Response
 from kafkatap.dissect.records._batch_headers cimport BATCH, END, PARTIAL, Header, Next, crc_ok, next_batch
 from kafkatap.dissect.tables.batch_row cimport (batch_rows as _batch_rows, column_us, compression, is_control,
@@ -59,10 +60,20 @@ if tuple(BATCHES.names[_HEAD:_TAIL]) != HEADER_COLUMNS:
     raise ImportError(f"_rows.pyx: the batches/ schema's header columns are not {HEADER_COLUMNS}")
 
 
-cdef class RowsFields:
-    """The fields of rows.Rows that every message's rows read, as C struct members; Rows.__init__ sets them."""
+cdef class RowsFields(Messages):
+    """The fields of rows.Rows that every message's rows read, as C struct members; Rows.__init__ sets them. Its
+    request, response and frame are the compiled exchange's to call in C (kafka/_messages.pxd): this module's."""
     cdef public object topics, frames, batches, records
     cdef public dict messages, statuses
+
+    cdef request(self, ConnState st, Request req, where):
+        return _request(self, st, req, where)
+
+    cdef response(self, ConnState st, Request req, Response resp, where):
+        return _response(self, st, req, resp, where)
+
+    cdef frame(self, ConnState st, Request req, Response resp, where, bint unpaired):
+        return _frame(self, st, req, resp, where, unpaired)
 
 
 cdef list _clean(list partitions, Py_ssize_t data_at, bint final):
@@ -85,6 +96,10 @@ cdef list _clean(list partitions, Py_ssize_t data_at, bint final):
 
 
 def request(RowsFields rows not None, ConnState st not None, Request req not None, where):
+    return _request(rows, st, req, where)
+
+
+cdef _request(RowsFields rows, ConnState st, Request req, where):
     if req.api_key != _PRODUCE:
         return
     if rows.records is not None or req.body is None:  # the body is read as a tuple below: never None there
@@ -95,17 +110,20 @@ def request(RowsFields rows not None, ConnState st not None, Request req not Non
     if not plain and split is None:
         return reference.request(rows, st, req, where)
     produce = []
-    resolve = rows.topics.resolve
     for i, (name, topic_id, partition, data) in enumerate(partitions):
         batches = data if plain else split[i]  # plain: the record data itself, its rows written from it (_plain_rows)
         if batches:
-            produce.append((name if name is not None else resolve(topic_id, "batches"), topic_id, partition, batches,
-                            None))
+            produce.append((name if name is not None else rows.topics.resolve(topic_id, "batches"), topic_id,
+                            partition, batches, None))
     req.produce = produce
 
 
 def response(RowsFields rows not None, ConnState st not None, Request req not None, Response resp not None,
              where):
+    return _response(rows, st, req, resp, where)
+
+
+cdef _response(RowsFields rows, ConnState st, Request req, Response resp, where):
     if req.api_key not in _FETCHES:  # no rows of its own
         return
     if req.api_key != _FETCH:
@@ -121,17 +139,21 @@ def response(RowsFields rows not None, ConnState st not None, Request req not No
                                            for topic, topic_id, partition, offset in (<tuple> req.body)[_ROWS]}
     carrier = (st.conn_id, st.client_addr, st.broker_addr, req.correlation_id, req.api_version, "fetch", resp.ts,
                req.client_id, None, None)
-    resolve, batches_out = rows.topics.resolve, rows.batches
+    batches_out = rows.batches
     for i, (name, topic_id, partition, data, high_watermark, partition_error) in enumerate(partitions):
         batches = data if plain else split[i]
         if batches:
-            topic = name if name is not None else resolve(topic_id, "batches")
+            topic = name if name is not None else rows.topics.resolve(topic_id, "batches")
             tail = (offsets.get((name or topic_id, partition)), high_watermark, None, partition_error)
             _batches_rows(batches_out, carrier + (topic, topic_id, partition), batches, tail, None)
 
 
 def frame(RowsFields rows not None, ConnState st not None, Request req not None, Response resp, where,
           unpaired=False):
+    return _frame(rows, st, req, resp, where, unpaired)
+
+
+cdef _frame(RowsFields rows, ConnState st, Request req, Response resp, where, bint unpaired):
     if unpaired or resp is None:
         _split_plain(req)
         return reference.frame(rows, st, req, resp, where, unpaired)
@@ -166,9 +188,10 @@ def frame(RowsFields rows not None, ConnState st not None, Request req not None,
     if qf or len(rf) > ("throttle_time_ms" in rf) + ("error_code" in rf):
         entities = reference._entities(qf, rf)
     _add(rows.frames, frame_row(
-        st, req.ts, resp_ts, api_key, name, req.api_version, req.correlation_id, req.client_id, req.size, resp.size,
-        code, _error_name(code) if code is not None else None, "ok", entities, topics, rf.get("throttle_time_ms"),
-        None, request_json, response_json, req.capture_file, req.packet, resp.capture_file, resp.packet),
+        st.conn_id, st.client_addr, st.broker_addr, req.ts, resp_ts, api_key, name, req.api_version,
+        req.correlation_id, req.client_id, req.size, resp.size, code, _error_name(code) if code is not None else None,
+        "ok", entities, topics, rf.get("throttle_time_ms"), None, request_json, response_json, st.tls_version,
+        req.capture_file, req.packet, resp.capture_file, resp.packet),
         len(request_json) + len(response_json))
 
 

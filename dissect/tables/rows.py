@@ -49,9 +49,12 @@ class Rows(_Base):  # type: ignore[valid-type, misc]
         self.statuses: dict[str, int] = {}
         self.anomaly_counts: dict[str, int] = {}
         # Messages' request, response and frame: this module's functions, or their compiled twins (_rows.pyx)
-        self.request = partial(native.pick(request, _compiled), self)
+        picked = native.pick(request, _compiled)
+        self.request = partial(picked, self)
         self.response = partial(native.pick(response, _compiled), self)
         self.frame = partial(native.pick(frame, _compiled), self)
+        if _Base is not object:  # the compiled exchange calls the compiled twins in C when they are the ones picked
+            self.compiled = picked is not request
 
     def produce_batches(self, st: ConnState, req: Request, rbody: Body | None, problem: Problem) -> None:
         """batches/ rows of a Produce request, with the error and base offset its response assigned."""
@@ -69,9 +72,10 @@ class Rows(_Base):  # type: ignore[valid-type, misc]
         self.statuses["unpaired_response"] = self.statuses.get("unpaired_response", 0) + 1
         capture_file, packet_index, ts = at
         self.frames.add(frame_row(
-            st, None, ts, None, "unknown", None, correlation_id, None, None, size, None, None, "unpaired_response",
-            NO_ENTITIES, None, None, "request not captured: api unknown, response kept raw (not decoded)", None, None,
-            None, None, capture_file, packet_index + 1))
+            st.conn_id, st.client_addr, st.broker_addr, None, ts, None, "unknown", None, correlation_id, None, None,
+            size, None, None, "unpaired_response", NO_ENTITIES, None, None,
+            "request not captured: api unknown, response kept raw (not decoded)", None, None, st.tls_version, None,
+            None, capture_file, packet_index + 1))
 
     def topic_list(self, qfound: Any, rfound: Any) -> tuple[str, ...] | None:
         """A tuple, not a list: a row of atoms only is dropped from the garbage collector's tracking, which keeps
@@ -240,11 +244,11 @@ def frame(rows: Rows, st: ConnState, req: Request, resp: Response | None, where:
         code = error_code(rf, rfound)
         error = error_name(code) if code is not None else None
     rows.frames.add(frame_row(
-        st, req.ts, resp_ts, req.api_key, name, req.api_version, req.correlation_id, req.client_id, req.size,
-        resp_size, code, error, status,
+        st.conn_id, st.client_addr, st.broker_addr, req.ts, resp_ts, req.api_key, name, req.api_version,
+        req.correlation_id, req.client_id, req.size, resp_size, code, error, status,
         _entities(qf, rf) if qf or len(rf) > ("throttle_time_ms" in rf) + ("error_code" in rf) else NO_ENTITIES,
         rows.topic_list(qfound, rfound), rf.get("throttle_time_ms"), errors, request_json, response_json,
-        req.capture_file, req.packet, resp_file, resp_packet,
+        st.tls_version, req.capture_file, req.packet, resp_file, resp_packet,
     ), len(request_json or "") + len(response_json or ""))
 
 

@@ -20,6 +20,7 @@ import pytest
 from kafkatap.dissect import native
 from kafkatap.dissect.kafka import sink
 from kafkatap.dissect.kafka.exchange import Exchange
+from kafkatap.dissect.kafka.topics import TopicNames
 from kafkatap.dissect.run import dissect_captures
 from kafkatap.dissect.streams import driver
 from kafkatap.dissect.tables import rows
@@ -133,3 +134,16 @@ def test_each_run_really_swaps_its_module(monkeypatch: pytest.MonkeyPatch) -> No
     assert bound("pure driver") == (driver.deliver, _rows.frame, _sink.on_data)
     assert bound("pure rows") == (_driver.deliver, rows.frame, _sink.on_data)
     assert bound("pure sink and exchange") == (_driver.deliver, _rows.frame, sink.on_data)
+
+
+def test_the_compiled_exchange_calls_the_rows_the_run_picked() -> None:
+    """The compiled exchange calls a Rows' compiled methods in C (kafka/_messages.pxd) only when its run picked the
+    compiled rows: Rows' compiled base is bound at import, so without the flag the pure rows run would still run
+    the compiled ones from there."""
+    def in_c(run: str) -> bool:
+        with pytest.MonkeyPatch.context() as mp:
+            RUNS[run](mp)
+            tables = dict.fromkeys(("frames", "batches", "share", "anomalies", "connections", "records"))
+            return rows.Rows(tables, TopicNames(), records=False, payloads=False).compiled
+
+    assert in_c("compiled") and in_c("pure driver") and not in_c("pure rows")

@@ -4,7 +4,7 @@ an install without the compiled core imports) and its compiled build give the sa
 from __future__ import annotations
 
 import inspect
-from types import SimpleNamespace
+import re
 
 from kafkatap.dissect.tables import frames_row, schema
 from tests.support.paths import ROOT
@@ -19,9 +19,8 @@ def test_the_source_and_the_installed_builder_give_the_same_row_in_the_schemas_c
     names = schema.TABLES["frames"].names
     entities = tuple(names[names.index("group_id"):names.index("transactional_id") + 1])
     assert len(entities) == frames_row.ENTITIES
-    st = SimpleNamespace(conn_id="conn_id", client_addr="client_addr", broker_addr="broker_addr", tls_version="tls")
     params = list(inspect.signature(source_module(SOURCE).frame_row).parameters)
-    args = {name: name for name in params} | {"st": st, "entities": entities, "ts_request": 100, "ts_response": 250}
+    args = {name: name for name in params} | {"entities": entities, "ts_request": 100, "ts_response": 250}
     source = source_module(SOURCE)
     for call in (args, args | {"ts_request": None}):
         row = frames_row.frame_row(*call.values())
@@ -32,7 +31,12 @@ def test_the_source_and_the_installed_builder_give_the_same_row_in_the_schemas_c
 
 
 def test_no_other_module_lays_out_the_row() -> None:
-    """The row's connection columns are read only by the builder."""
+    """Every frames/ row the row modules write is the builder's: each write to the frames/ table is of a frame_row
+    call (the connection's columns are its arguments, not read by it)."""
+    writes = []
     for path in (ROOT / "dissect" / "tables").glob("*rows.py*"):
-        if path.name != "frames_row.py":
-            assert "tls_version" not in path.read_text(), path
+        text = path.read_text()
+        writes += [(path.name, text[w.end():w.end() + 10])
+                   for w in re.finditer(r"frames\.add\(|_add\(rows\.frames, ", text)]
+    assert len(writes) == 3  # rows.frame, Rows.response_only and the compiled frame
+    assert all(call == "frame_row(" for _, call in writes), writes
