@@ -2,10 +2,15 @@
 """Compiled twin of sink.on_data, with sink.feed inside it: a Kafka connection's bytes are framed here; any other
 connection (being classified, TLS, ignored) goes to the pure-Python on_data. The usual segment holds exactly
 one whole frame and meets a framer in step with nothing buffered: that frame is cut here, with the bookkeeping
-Framer.feed does for it; any other segment goes through Framer.feed as in the pure-Python function. Frames go to the
+Framer.feed does for it. So are the segments of a frame a 1,448-byte network cuts: its first, kept in the framer's
+buffer, and each that continues it or completes it (`_buffered`). Any other segment goes through Framer.feed as in the pure-Python
+function. Frames go to the
 exchange's compiled fast paths (_exchange.pyx, called in C), which hand anything unusual to its methods."""
 
+from cpython.bytearray cimport (PyByteArray_AS_STRING, PyByteArray_FromStringAndSize, PyByteArray_GET_SIZE,
+                                PyByteArray_Resize)
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from libc.string cimport memcpy
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
 
 from kafkatap.dissect.kafka._account cimport Account
@@ -47,20 +52,70 @@ cdef _feed(exchange, ConnState st, int side, bytes data, where):
     cdef FramerFields framer = st.framers[side]
     if framer is None:
         raise TypeError("a Kafka connection without its framer")
-    if n >= 4 and framer.synced and not framer.skip and not framer.buf:
-        size = <int32_t> (<uint32_t> b[0] << 24 | <uint32_t> b[1] << 16 | <uint32_t> b[2] << 8 | b[3])
-        if (size + 4 == n and (size >= _FITS_ANY_SYNC or <int64_t> framer.sync.min_size <= size)
-                and size <= _MAX_FRAME):
-            offset = framer.offset
-            framer.offset = offset + n
-            framer.need = 4
-            _flush_skips(st, direction)
-            _frame(exchange, st, direction, where, offset, PyBytes_FromStringAndSize(<const char*> b + 4, size),
-                   where)
+    if framer.synced and not framer.skip:
+        if not framer.buf:
+            if n >= 4:
+                size = _size(b)
+                if size + 4 == n and _fits(framer, size):
+                    offset = framer.offset
+                    framer.offset = offset + n
+                    framer.need = 4
+                    _flush_skips(st, direction)
+                    _frame(exchange, st, direction, where, offset,
+                           PyBytes_FromStringAndSize(<const char*> b + 4, size), where)
+                    return
+                if size + 4 > n and _fits(framer, size) and not framer.marks:  # a frame's start: kept, as _keep does
+                    framer.buf = PyByteArray_FromStringAndSize(<const char*> b, n)
+                    framer.buf_at = where
+                    framer.need = size + 4
+                    return
+        elif _buffered(exchange, st, direction, framer, data, where):
             return
     frames = framer.feed(data, where)
     if frames:
         _handle(exchange, st, direction, frames, where)
+
+
+cdef inline int64_t _size(const uint8_t* b):
+    """A frame's size prefix."""
+    return <int32_t> (<uint32_t> b[0] << 24 | <uint32_t> b[1] << 16 | <uint32_t> b[2] << 8 | b[3])
+
+
+cdef inline bint _fits(FramerFields framer, int64_t size) except -1:
+    """Whether a frame of `size` bytes is one the framer's sync takes as it is (Framer._parse's check)."""
+    return (size >= _FITS_ANY_SYNC or <int64_t> framer.sync.min_size <= size) and size <= _MAX_FRAME
+
+
+cdef bint _buffered(exchange, ConnState st, int direction, FramerFields framer, bytes data, where) except -1:
+    """What Framer.feed does, in step, with the buffered start of a frame (its first byte at buf[0], no packet mark
+    inside it) and the next segment: one that falls short of what the frame needs is appended (True); one that
+    completes it with nothing after it gives the frame, from the packet that carried its first byte (True).
+    Anything else (False) is the Framer's: a frame whose size prefix is not buffered yet, the next frame starting in
+    the segment, a size the sync refuses."""
+    buf = framer.buf
+    if type(buf) is not bytearray or framer.marks:
+        return False
+    cdef Py_ssize_t old = PyByteArray_GET_SIZE(buf), n = PyBytes_GET_SIZE(data)
+    if old + n < <int64_t> framer.need:
+        buf += data  # in place, as Framer.feed's `self.buf += data`
+        return True
+    if old < 4:
+        return False
+    cdef const uint8_t* head = <const uint8_t*> PyByteArray_AS_STRING(buf)
+    cdef int64_t size = _size(head)
+    if old + n != size + 4 or not _fits(framer, size):
+        return False
+    payload = PyBytes_FromStringAndSize(NULL, size)
+    cdef char* out = PyBytes_AS_STRING(payload)
+    memcpy(out, head + 4, old - 4)
+    memcpy(out + old - 4, PyBytes_AS_STRING(data), n)
+    at, offset = framer.buf_at, framer.offset
+    framer.offset = offset + old + n
+    PyByteArray_Resize(buf, 0)
+    framer.need = 4
+    _flush_skips(st, direction)
+    _frame(exchange, st, direction, at, offset, payload, where)
+    return True
 
 
 cdef _handle(exchange, ConnState st, int direction, frames, where):
