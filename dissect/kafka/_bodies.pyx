@@ -121,8 +121,8 @@ cdef class Pass:
     cdef Py_ssize_t n, cap
     cdef Plan plan
     cdef object value  # the last value _value kept
-    cdef dict fields
-    cdef list topics, topic_ids, id_names, top, cur, rows
+    cdef dict fields, top
+    cdef list topics, topic_ids, id_names, cur, rows
     cdef int64_t first_error
     cdef bint has_error, ascii  # ascii: no string's UTF-8 beyond ASCII written (every other byte written is ASCII)
 
@@ -239,7 +239,7 @@ cdef object _read(Plan plan, bytes frame, Py_ssize_t pos):
     p.plan = plan
     p.fields = {}
     p.topics, p.topic_ids, p.id_names, p.rows = [], [], [], []
-    p.top = [None] * len(plan.top)
+    p.top = {}
     p.cur = [None] * plan.columns
     p.first_error, p.has_error, p.ascii = 0, False, True
     cdef Py_ssize_t at = pos
@@ -250,18 +250,12 @@ cdef object _read(Plan plan, bytes frame, Py_ssize_t pos):
     cdef Found found = Found.__new__(Found)
     found.fields, found.topics, found.topic_ids, found.id_names = p.fields, p.topics, p.topic_ids, p.id_names
     found.first_error, found.has_error = p.first_error, p.has_error
-    cdef dict top = {}
-    cdef Py_ssize_t i
-    for i in range(len(p.top)):
-        value = p.top[i]
-        if value is not None:
-            top[plan.top[i]] = value
     body = new_tuple(_Body, 6)  # Body(at, None, json, found, top, p.rows)
     put(body, 0, at)
     put(body, 1, None)
     put(body, 2, json)
     put(body, 3, found)
-    put(body, 4, top)
+    put(body, 4, p.top)
     put(body, 5, p.rows)
     p.plan = None
     global _in_one_pass
@@ -367,7 +361,7 @@ cdef int _field(Pass p, StructPlan s, Py_ssize_t i, Py_ssize_t* pos, bint top) e
     elif f.role == TOPIC and isinstance(value, str):
         p.topics.append(value)
     if top and f.top >= 0:
-        p.top[f.top] = value
+        p.top[p.plan.top[f.top]] = value  # a top-level field: its key (never None, as the pure reader's top)
     if f.column >= 0:
         p.cur[f.column] = value
     return OK
