@@ -361,7 +361,7 @@ cdef int _field(Pass p, StructPlan s, Py_ssize_t i, Py_ssize_t* pos, bint top) e
     elif f.role == TOPIC and isinstance(value, str):
         p.topics.append(value)
     if top and f.top >= 0:
-        p.top[p.plan.top[f.top]] = value  # a top-level field: its key (never None, as the pure reader's top)
+        p.top[p.plan.top[f.top]] = value  # by its key; a null never (as extract.top_level leaves nulls out)
     if f.column >= 0:
         p.cur[f.column] = value
     return OK

@@ -1,4 +1,5 @@
-# Declarations of the compiled twins of state.Request and state.Response, so the compiled message path
+# Declarations of the compiled twins of state.Request, state.Response and state.ConnState (its per-connection
+# classes typed, compiled from their own source), so the compiled message path
 # (_exchange.pyx, _rows.pyx) reads and writes their fields as C struct members instead of by attribute lookup.
 
 from libc.stdint cimport int64_t
