@@ -21,6 +21,7 @@ SAID = "KAFKATAP_NOT_BUILT_SAID"  # set once NOT_BUILT is said, so that spawned 
 EXTENSIONS = ("kafkatap.dissect.packets._frames", "kafkatap.dissect.packets._packet_records",
               "kafkatap.dissect.records._batch_headers",
               "kafkatap.dissect.streams._conn", "kafkatap.dissect.streams._driver",
+              "kafkatap.dissect.streams._stream_sink",
               "kafkatap.dissect.kafka._sink", "kafkatap.dissect.kafka._framing", "kafkatap.dissect.kafka._account",
               "kafkatap.dissect.kafka._exchange", "kafkatap.dissect.kafka._messages",
               "kafkatap.dissect.kafka._bodies", "kafkatap.dissect.kafka._found", "kafkatap.dissect.kafka._state",

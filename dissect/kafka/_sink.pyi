@@ -2,9 +2,10 @@
 
 from kafkatap.dissect.kafka.exchange import Exchange
 from kafkatap.dissect.kafka.sink import Sink
+from kafkatap.dissect.streams._stream_sink import StreamSink
 from kafkatap.dissect.streams.reassembly import Conn, Where
 
-class SinkFields:
+class SinkFields(StreamSink):
     exchange: Exchange
 
 def on_data(sink: Sink, conn: Conn, side: int, ts: int, data: bytes, where: Where) -> bool: ...

@@ -3,9 +3,9 @@
 connection (being classified, TLS, ignored) goes to the pure-Python on_data. The usual segment holds exactly
 one whole frame and meets a framer in step with nothing buffered: that frame is cut here, with the bookkeeping
 Framer.feed does for it. So are the segments of a frame a 1,448-byte network cuts: its first, kept in the framer's
-buffer, and each that continues it or completes it (`_buffered`). Any other segment goes through Framer.feed as in the pure-Python
-function. Frames go to the
-exchange's compiled fast paths (_exchange.pyx, called in C), which hand anything unusual to its methods."""
+buffer, and each that continues it or completes it (`_buffered`). Any other segment goes through Framer.feed as in the
+pure-Python function. Frames go to the exchange's compiled fast paths (_exchange.pyx, called in C), which hand
+anything unusual to its methods."""
 
 from cpython.bytearray cimport (PyByteArray_AS_STRING, PyByteArray_FromStringAndSize, PyByteArray_GET_SIZE,
                                 PyByteArray_Resize)
@@ -19,6 +19,7 @@ from kafkatap.dissect.kafka._framing cimport FramerFields
 from kafkatap.dissect.kafka._state cimport ConnState
 from kafkatap.dissect.kafka.skips cimport Skips
 from kafkatap.dissect.streams._conn cimport Conn
+from kafkatap.dissect.streams._stream_sink cimport StreamSink
 
 from kafkatap.dissect.kafka import sink as reference  # its names are looked up at call time: it imports this module
 from kafkatap.dissect.kafka.framing import MAX_FRAME
@@ -29,13 +30,21 @@ cdef int64_t _MAX_FRAME = MAX_FRAME
 cdef int64_t _FITS_ANY_SYNC = max(REQUEST_MIN_SIZE, RESPONSE_MIN_SIZE)
 
 
-cdef class SinkFields:
+cdef class SinkFields(StreamSink):
     """The field of sink.Sink that on_data reads for every segment, as a C struct member (Sink's compiled base;
-    Sink.__init__ sets it)."""
+    Sink.__init__ sets it). Its on_data is the compiled driver's to call in C (streams/_stream_sink.pxd): this
+    module's."""
     cdef public object exchange
+
+    cdef on_data(self, Conn conn, int side, ts, data, where):
+        return _on_data(self, conn, side, ts, data, where)
 
 
 def on_data(SinkFields sink not None, Conn conn not None, int side, ts, data, where):
+    return _on_data(sink, conn, side, ts, data, where)
+
+
+cdef _on_data(SinkFields sink, Conn conn, int side, ts, data, where):
     cdef ConnState st = conn.state
     if st is not None and st.kind == "kafka" and type(data) is bytes:
         _feed(sink.exchange, st, side, data, where)

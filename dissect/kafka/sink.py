@@ -42,8 +42,11 @@ class Sink(_Base):  # type: ignore[valid-type, misc]
         self.keylog = keylog  # TLS connections are decrypted with it; without one they are only counted
         self.out = out
         self.exchange = Exchange(out, topics)
-        self.on_data = partial(native.pick(on_data, _compiled), self)
+        picked = native.pick(on_data, _compiled)
+        self.on_data = partial(picked, self)
         """StreamSink.on_data: this module's `on_data`, or its compiled twin (chosen once per run)."""
+        if _Base is not object:  # the compiled driver calls the compiled twin in C when it is the one picked
+            self.compiled = picked is not on_data
         self.streams: list[dict] = []  # byte account of every closed Kafka stream
         self.connections = {"kafka": 0, "tls": 0, "not_kafka": 0}
         self.tls_outcomes = dict.fromkeys(OUTCOMES, 0)  # TLS connections by what decryption made of them

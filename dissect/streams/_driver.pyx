@@ -11,6 +11,7 @@ from libc.stdint cimport int64_t, uint64_t
 
 from kafkatap.dissect._tuples cimport new_tuple, put
 from kafkatap.dissect.streams._conn cimport Conn, Half, OrderingFields
+from kafkatap.dissect.streams._stream_sink cimport StreamSink
 
 from kafkatap.dissect.packets.tcp import ACK, FIN, RST, SYN
 from kafkatap.dissect.streams.reassembly import TAIL, Where
@@ -48,7 +49,10 @@ def deliver(OrderingFields reasm not None, bytes buf, Py_ssize_t index0, Py_ssiz
         slots[s].version = -1
     cdef dict keys = reasm.keys  # typed, so each segment's lookup is a C call rather than a call of its get method
     segment = reasm.segment
-    on_data, file = reasm.sink.on_data, reasm.file  # the same for the whole chunk: looked up once, not per segment
+    sink = reasm.sink
+    on_data, file = sink.on_data, reasm.file  # the same for the whole chunk: looked up once, not per segment
+    # the sink's compiled on_data, called in C, when its run picked it (else its Python on_data)
+    cdef StreamSink fast = <StreamSink> sink if isinstance(sink, StreamSink) and (<StreamSink> sink).compiled else None
     try:
         for r in range(index.shape[0]):
             i, po, pl = index[r], offset[r], length[r]
@@ -67,8 +71,8 @@ def deliver(OrderingFields reasm not None, bytes buf, Py_ssize_t index0, Py_ssiz
                     if found is not None:  # kept alive by keys until its next change, which makes the slot stale
                         slot.src_hi, slot.src_lo, slot.dst_hi, slot.dst_lo = src_hi[r], src_lo[r], dst_hi[r], dst_lo[r]
                         slot.ports, slot.found, slot.version = ports[r], <PyObject*> found, reasm.keys_version
-                if found is not None and _usual(reasm, on_data, file, found, index0 + i, ts_us[r], seq[r], flags[r],
-                                                payload, pl):
+                if found is not None and _usual(reasm, fast, on_data, file, found, index0 + i, ts_us[r], seq[r],
+                                                flags[r], payload, pl):
                     last = i
                     continue
             segment(index0 + i, ts_us[r], (src_hi[r], src_lo[r], dst_hi[r], dst_lo[r], ports[r]), seq[r], ack[r],
@@ -93,8 +97,8 @@ cdef inline _Slot* _slot(_Slot* slots, int64_t src_hi, int64_t src_lo, int64_t d
     return slot
 
 
-cdef bint _usual(OrderingFields reasm, on_data, file, tuple found, int64_t idx, int64_t ts, int64_t seq, int64_t flags,
-                 bytes payload, int64_t pl) except -1:
+cdef bint _usual(OrderingFields reasm, StreamSink fast, on_data, file, tuple found, int64_t idx, int64_t ts,
+                 int64_t seq, int64_t flags, bytes payload, int64_t pl) except -1:
     """Place the segment if it is the usual case (what Reassembler.segment's inlined branch does), else False."""
     cdef Conn conn = <Conn> found[0]
     cdef int side = found[1]
@@ -120,7 +124,9 @@ cdef bint _usual(OrderingFields reasm, on_data, file, tuple found, int64_t idx, 
     half.pos = pos + pl
     half.tail = payload if pl <= _TAIL else payload[pl - _TAIL:]
     reasm.payload_bytes += pl
-    if on_data(conn, side, ts_us, payload, _where(file, idx, ts_us)) is False:
+    where = _where(file, idx, ts_us)
+    if (fast.on_data(conn, side, ts_us, payload, where) if fast is not None
+            else on_data(conn, side, ts_us, payload, where)) is False:
         reasm._ignore(conn)
     return True
 

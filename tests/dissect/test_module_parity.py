@@ -136,14 +136,18 @@ def test_each_run_really_swaps_its_module(monkeypatch: pytest.MonkeyPatch) -> No
     assert bound("pure sink and exchange") == (_driver.deliver, _rows.frame, sink.on_data)
 
 
-def test_the_compiled_exchange_calls_the_rows_the_run_picked() -> None:
-    """The compiled exchange calls a Rows' compiled methods in C (kafka/_messages.pxd) only when its run picked the
-    compiled rows: Rows' compiled base is bound at import, so without the flag the pure rows run would still run
-    the compiled ones from there."""
-    def in_c(run: str) -> bool:
+def test_the_compiled_callers_call_what_the_run_picked() -> None:
+    """The compiled exchange calls a Rows' compiled methods in C (kafka/_messages.pxd), and the compiled driver a
+    Sink's compiled on_data (streams/_stream_sink.pxd), only when the run picked them: the classes' compiled bases are
+    bound at import, so without the flags the pure rows and pure sink runs would still run the compiled ones from
+    there."""
+    def in_c(run: str) -> tuple[bool, bool]:
         with pytest.MonkeyPatch.context() as mp:
             RUNS[run](mp)
             tables = dict.fromkeys(("frames", "batches", "share", "anomalies", "connections", "records"))
-            return rows.Rows(tables, TopicNames(), records=False, payloads=False).compiled
+            made = rows.Rows(tables, TopicNames(), records=False, payloads=False)
+            return made.compiled, sink.Sink(made, TopicNames(), {9092}).compiled
 
-    assert in_c("compiled") and in_c("pure driver") and not in_c("pure rows")
+    assert in_c("compiled") == in_c("pure driver") == (True, True)
+    assert in_c("pure rows") == (False, True)
+    assert in_c("pure sink and exchange") == (True, False)

@@ -1,7 +1,7 @@
 """The compiled twins of the dissector's per-connection and per-message classes (reassembly.Conn and _Half,
 state.Request, Response and ConnState, extract.Found, account.Account, and the compiled bases of framing.Framer,
-rows.Rows (and its own, messages.Messages' compiled twin), writer.TableWriter, sink.Sink, exchange.Exchange and the
-reassembler) are the pure-Python classes with C-level fields: the same fields,
+rows.Rows (and its own, messages.Messages' compiled twin), writer.TableWriter, sink.Sink (and its own,
+reassembly.StreamSink's compiled twin), exchange.Exchange and the reassembler) are the pure-Python classes with C-level fields: the same fields,
 the same values after construction, and the same behaviour seen from Python (which the rare paths, written once in
 Python, rely on)."""
 
@@ -89,7 +89,7 @@ def test_twins_are_the_classes_the_dissector_uses() -> None:
     for cls in (reassembly.Conn, reassembly._Half, state.Request, state.Response, state.ConnState, extract.Found,
                 account.Account, framing.Framer.__base__, rows.Rows.__base__, writer.TableWriter.__base__,
                 reassembly._Ordering.__base__, sink.Sink.__base__, exchange.Exchange.__base__,
-                rows.Rows.__base__.__base__):
+                rows.Rows.__base__.__base__, sink.Sink.__base__.__base__):
         assert cls.__module__.split(".")[-1].startswith("_"), cls
 
 
