@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import copy
 
-from kafkatap.dissect.kafka.extract import REQUEST_FIELDS, RESPONSE_FIELDS, dumps, error_code, top_level, walk
-from kafkatap.dissect.protocol import to_json
+from kafkatap.dissect.kafka.extract import (FLOAT_FIELDS, REQUEST_FIELDS, RESPONSE_FIELDS, dumps, error_code, top_level,
+                                            walk)
+from kafkatap.dissect.protocol import registry, to_json
+from kafkatap.dissect.protocol.generated import APIS
 
 
 def test_dumps_after_walk_is_to_json() -> None:
@@ -50,3 +52,27 @@ def test_topic_ids_and_names_and_secrets() -> None:
     assert found.topics == ["orders"] and found.topic_ids == ["Aa", "Bb"] and found.id_names == [("Aa", "orders")]
     assert response["auth_bytes"] == {"$redacted": 6} and response["records"] == {"$records": 10}
     assert "secret" not in dumps(response)
+
+
+def test_float_fields_are_the_schemas_and_a_shape_of_the_same_keys_with_a_string_is_no_float() -> None:
+    """DescribeClientQuotas' {key, value: float64} and a streams group member's client tag {key, value: string} share
+    their keys, and the walk plans a struct by its keys: whichever came first once decided for both (a string's
+    `value` then crashed the float check; a NaN after a string went to the JSON as NaN)."""
+    floats = set()
+
+    def collect(fields) -> None:
+        for f in fields:
+            if f.type.removeprefix("[]") == "float64":
+                floats.add(f.name)
+            collect(f.fields)
+
+    for api_key in APIS:
+        for response in (False, True):
+            collect(registry.message(api_key, response).fields)
+    assert floats == FLOAT_FIELDS
+    for order in ((1.5, "rack-a", float("nan")), ("rack-a", float("inf"), 2.0)):
+        for value in order:
+            message = {"entries": [{"key": "k", "value": value}]}
+            expected = to_json(copy.deepcopy(message))
+            walk(message, ())
+            assert dumps(message) == expected
