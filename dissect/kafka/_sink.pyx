@@ -106,7 +106,7 @@ cdef bint _buffered(exchange, ConnState st, int direction, FramerFields framer, 
         return False
     cdef Py_ssize_t old = PyByteArray_GET_SIZE(buf), n = PyBytes_GET_SIZE(data)
     if old + n < <int64_t> framer.need:
-        buf += data  # in place, as Framer.feed's `self.buf += data`
+        framer.buf += data  # as Framer.feed's `self.buf += data` (the same bytearray, extended in place)
         return True
     if old < 4:
         return False
