@@ -1,9 +1,9 @@
 """The compiled twins of the dissector's per-connection and per-message classes (reassembly.Conn and _Half,
 state.Request, Response and ConnState, extract.Found, account.Account, and the compiled bases of framing.Framer,
 rows.Rows (and its own, messages.Messages' compiled twin), writer.TableWriter, sink.Sink (and its own,
-reassembly.StreamSink's compiled twin), exchange.Exchange and the reassembler) are the pure-Python classes with C-level fields: the same fields,
-the same values after construction, and the same behaviour seen from Python (which the rare paths, written once in
-Python, rely on)."""
+reassembly.StreamSink's compiled twin), exchange.Exchange and the reassembler) are the pure-Python classes with
+C-level fields: the same fields, the same values after construction, and the same behaviour seen from Python (which
+the rare paths, written once in Python, rely on)."""
 
 from __future__ import annotations
 
