@@ -13,14 +13,16 @@ import gc
 import os
 import sys
 from collections.abc import Callable
-
-from rich.console import Console
+from typing import TYPE_CHECKING
 
 from kafkatap import errors
 from kafkatap.dissect.run import dissect_captures
 from kafkatap.dissect.stop import stop_on_signal
 from kafkatap.dissect.tables.summary import render
 from kafkatap.errors import UsageError
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 KEYLOG_ENV = "SSLKEYLOGFILE"
 """Where TLS libraries write their key log (NSS format): the key log used when no --tls-keylog is given."""
@@ -115,7 +117,19 @@ def main(argv: list[str]) -> int:
     return run(args, local)
 
 
-def local(args: argparse.Namespace, ports: list[int], keylogs: list[str], console: Console) -> dict:
+def stderr_console() -> Console:
+    """rich's console on stderr, made when there is something to say: a quiet run with nothing to say never imports
+    rich (about 25 ms, a fortieth of a chatty capture's dissect)."""
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
+def warn(line: str) -> None:
+    stderr_console().print(f"[yellow]warning:[/] {line}", soft_wrap=True)
+
+
+def local(args: argparse.Namespace, ports: list[int], keylogs: list[str]) -> dict:
     """The dissect of one machine (`--workers N` processes). The objects the imports made (modules, classes,
     pyarrow's and numpy's) live until the command exits: frozen first (`gc.freeze`), they are skipped by the
     collector's passes during the run and by the interpreter's last ones as it exits, which scanned them all each
@@ -123,11 +137,11 @@ def local(args: argparse.Namespace, ports: list[int], keylogs: list[str], consol
     gc.freeze()
     with stop_on_signal() as stop:
         return dissect_captures(args.captures, args.out, ports=ports, records=args.records, payloads=args.payloads,
-                                progress=console.is_terminal and not args.quiet, workers=args.workers, stop=stop,
-                                tls_keylog=keylogs)
+                                progress=not args.quiet and stderr_console().is_terminal, workers=args.workers,
+                                stop=stop, tls_keylog=keylogs)
 
 
-def run(args: argparse.Namespace, engine: Callable[[argparse.Namespace, list[int], list[str], Console], dict]) -> int:
+def run(args: argparse.Namespace, engine: Callable[[argparse.Namespace, list[int], list[str]], dict]) -> int:
     """The checks before a run, the run (engine: `local`, or Spark's), what it says after and its exit code."""
     ports = args.port or [9092]
     check_arguments(args.captures, ports, args.workers)
@@ -135,17 +149,16 @@ def run(args: argparse.Namespace, engine: Callable[[argparse.Namespace, list[int
         raise UsageError("--payloads needs --records")
     if args.split_size < 1:
         raise UsageError("--split-size must be at least 1 (MiB)")
-    console = Console(stderr=True)
-    keylogs = keylog_files(args.tls_keylog, lambda line: console.print(f"[yellow]warning:[/] {line}"))
-    summary = engine(args, ports, keylogs, console)
+    keylogs = keylog_files(args.tls_keylog, warn)
+    summary = engine(args, ports, keylogs)
     if args.quiet:
         for warning in summary["warnings"]:
             if warning not in summary["unreadable_files"].values():  # the closing line names those
-                console.print(f"[yellow]warning:[/] {warning}")
+                warn(warning)
     else:
-        render(summary, console)
+        render(summary, stderr_console())
     for line in cut_short(summary, args.out):
-        console.print(f"[yellow]warning:[/] {line}", soft_wrap=True)
+        warn(line)
     return outcome(summary, args.out, ports)
 
 

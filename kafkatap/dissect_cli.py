@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import argparse
 
-from rich.console import Console
-
 from kafkatap import errors
 from kafkatap.dissect import cli
 
@@ -17,7 +15,7 @@ def main(argv: list[str]) -> int:
     return cli.run(args, on_spark if args.master else cli.local)
 
 
-def on_spark(args: argparse.Namespace, ports: list[int], keylogs: list[str], console: Console) -> dict:
+def on_spark(args: argparse.Namespace, ports: list[int], keylogs: list[str]) -> dict:
     """The dissect on Spark; its JVM writes to a log file, and its failures are one line naming it."""
     from kafkatap.pipelines.failures import spark_failures
     from kafkatap.pipelines.launch import log_path, wind_down_deadline
@@ -28,7 +26,7 @@ def on_spark(args: argparse.Namespace, ports: list[int], keylogs: list[str], con
     with spark_failures(args.out, log):
         spark = get_spark("kafkatap-dissect", args.master, log=log)
         if not args.quiet:
-            console.print(f"dissecting on Spark ({args.master}); its log: {log}")
+            cli.stderr_console().print(f"dissecting on Spark ({args.master}); its log: {log}")
         with wind_down_deadline():
             return dissect_on_spark(spark, args.captures, args.out, ports=ports, records=args.records,
                                     payloads=args.payloads, tls_keylog=keylogs, split_size=args.split_size << 20)

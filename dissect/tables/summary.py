@@ -8,12 +8,12 @@ listed beside it as `lost_in_gaps`, outside the equation, since nobody saw them.
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Any
-
-from rich.console import Console
-from rich.table import Table
+from typing import TYPE_CHECKING, Any
 
 from kafkatap.dissect.tls import KeyLog
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 def _iso(ts_us: int | None) -> str | None:
@@ -92,6 +92,8 @@ def build(paths: list[str], parts: list[dict], late_names: dict[str, int], tls_i
 
 def render(summary: dict, console: Console) -> None:
     """One screen: the capture, the messages by api, statuses, anomalies and the byte account."""
+    from rich.table import Table  # here: a quiet run never renders, nor imports rich
+
     span = summary["capture_span"]
     acc = summary["byte_account"]
     head = Table(title="kafkatap dissect", show_header=False, box=None)

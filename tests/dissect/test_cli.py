@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-import io
 import json
 import subprocess
 import sys
@@ -12,7 +11,6 @@ from pathlib import Path
 import duckdb
 import pyarrow.parquet as pq
 import pytest
-from rich.console import Console
 
 from kafkatap.dissect import cli
 from kafkatap.dissect.cli import main
@@ -79,7 +77,21 @@ def test_the_command_freezes_what_its_imports_made_before_the_run(tmp_path: Path
     monkeypatch.setattr(cli, "dissect_captures", lambda *args, **kwargs: frozen.append(gc.get_freeze_count()) or {})
     args = cli.parser().parse_args([str(SAMPLES / "idempotent.pcapng"), "-o", str(tmp_path / "out")])
     try:
-        cli.local(args, [9092], [], Console(file=io.StringIO()))
+        cli.local(args, [9092], [])
     finally:
         gc.unfreeze()
     assert frozen and frozen[0] > 10_000
+
+
+def test_a_quiet_run_with_nothing_to_say_never_imports_rich(tmp_path: Path) -> None:
+    """rich costs about 25 ms of the command's start (a fortieth of a chatty capture's dissect): a quiet run with no
+    warning to print does without it, and a run that renders its summary still renders it."""
+    capture = SAMPLES / "idempotent.pcapng"
+    ports = [f"--port={p}" for p in load_truth(capture.stem)["broker_ports"]]
+    code = ("import sys; from kafkatap.dissect.cli import main; "
+            "rc = main(sys.argv[1:]); print(rc, 'rich' in sys.modules)")
+    for quiet, expected in ((["-q"], ["0", "False"]), ([], ["0", "True"])):
+        run = subprocess.run([sys.executable, "-c", code, str(capture), "-o", str(tmp_path / f"out{len(quiet)}"),
+                              *ports, *quiet], capture_output=True, text=True, cwd=tmp_path)
+        assert run.stdout.split() == expected, run.stderr
+        assert ("kafkatap dissect" in run.stderr) is not quiet  # the summary table
