@@ -11,12 +11,13 @@ lists of str for list<string>. Any other value, or a column type it does not kno
 as before.
 """
 
+from cpython.buffer cimport PyBuffer_FillInfo
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.long cimport PyLong_AsLongLong
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t
-from libc.stdlib cimport calloc, free, realloc
+from libc.stdlib cimport calloc, free, malloc, realloc
 from libc.string cimport memcpy
 
 import pyarrow as pa
@@ -25,6 +26,9 @@ from kafkatap.dissect.tables import writer  # its `columns` is looked up at each
 
 cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object s, Py_ssize_t* size) except NULL
+    const char* _utf8 "PyUnicode_AsUTF8AndSize"(object s, Py_ssize_t* size)  # NULL and an error set: _no_utf8
+    bint PyErr_ExceptionMatches(object exc)
+    void PyErr_Clear()
     bint PyLong_CheckExact(object o)
     bint PyUnicode_CheckExact(object o)
     bint PyBytes_CheckExact(object o)
@@ -234,8 +238,34 @@ cdef inline int _bit(Buf* b, Py_ssize_t r, bint on) except -1:
     return 0
 
 
-cdef bytes _bytes(Buf* b):
-    return b.p[:b.size] if b.size else b""
+cdef class _Memory:
+    """A column buffer handed to Arrow as it is (`_handed`): freed when Arrow lets go of it."""
+    cdef char* p
+    cdef Py_ssize_t size
+
+    def __getbuffer__(self, Py_buffer* view, int flags):
+        PyBuffer_FillInfo(view, self, self.p, self.size, 1, flags)
+
+    def __releasebuffer__(self, Py_buffer* view):
+        pass
+
+    def __dealloc__(self):
+        free(self.p)
+
+
+cdef object _handed(Buf* b):
+    """b's bytes as an Arrow buffer, without a copy (copying every row group's columns into bytes cost a sixtieth of a
+    chatty capture's dissect); b starts over in a new allocation of the same capacity, which the next row group
+    fills without growing."""
+    if b.size == 0:
+        return pa.py_buffer(b"")
+    cdef char* fresh = <char*> malloc(b.cap)
+    if fresh == NULL:
+        raise MemoryError()
+    cdef _Memory owner = _Memory.__new__(_Memory)
+    owner.p, owner.size = b.p, b.size
+    b.p, b.size = fresh, 0
+    return pa.py_buffer(owner)
 
 
 cdef Py_ssize_t _ROW_GROUP_ROWS = writer.ROW_GROUP_ROWS  # set before writer imports this module
@@ -360,10 +390,9 @@ cdef inline int _value(Col* col, Py_ssize_t r, object v) except -1:
     if v is None:
         return _null(col, r)
     if kind == STRING and PyUnicode_CheckExact(v):
-        try:
-            p = PyUnicode_AsUTF8AndSize(v, &length)
-        except UnicodeError:  # a lone surrogate has no UTF-8
-            return 0
+        p = _utf8(v, &length)
+        if p == NULL:
+            return _no_utf8()
         if length > _MAX_DATA - col.data.size:
             return 0
         _put(&col.data, p, length)
@@ -374,6 +403,16 @@ cdef inline int _value(Col* col, Py_ssize_t r, object v) except -1:
         x = PyLong_AsLongLongAndOverflow(v, &overflow)
         return 0 if overflow else _integer(col, r, x)
     return _other(col, r, v)
+
+
+cdef int _no_utf8() except -1:
+    """After _utf8 failed: 0 for a str with a lone surrogate, which has no UTF-8 (the value does not fit), else the
+    error. Not a try block around the call: Cython saves and restores the exception state on entering one, about
+    twenty instructions for every string value written."""
+    if not PyErr_ExceptionMatches(UnicodeError):
+        return -1
+    PyErr_Clear()
+    return 0
 
 
 cdef int _other(Col* col, Py_ssize_t r, object v) except -1:
@@ -393,10 +432,8 @@ cdef int _other(Col* col, Py_ssize_t r, object v) except -1:
         for item in v:  # every item checked before any is written
             if not PyUnicode_CheckExact(item):
                 return 0
-            try:
-                PyUnicode_AsUTF8AndSize(item, &length)  # kept beside the str: the second call reads it
-            except UnicodeError:
-                return 0
+            if _utf8(item, &length) == NULL:  # the UTF-8 is kept beside the str: the second call reads it
+                return _no_utf8()
             total += length
             items += 1
         if total > _MAX_DATA - col.data.size or items > _MAX_DATA - col.items.size // 4:
@@ -564,16 +601,16 @@ cdef class Builder:
         for c in range(self.width):
             col = &self.cols[c]
             type_ = self.types[c]
-            mask = pa.py_buffer(_bytes(&col.valid)) if col.nulls else None
+            mask = _handed(&col.valid) if col.nulls else None
             if col.kind == STRINGS:
                 strings = pa.Array.from_buffers(type_.value_type, col.items.size // 4 - 1,
-                                                [None, pa.py_buffer(_bytes(&col.items)), pa.py_buffer(_bytes(&col.data))], 0)
-                out.append(pa.Array.from_buffers(type_, n, [mask, pa.py_buffer(_bytes(&col.values))], col.nulls,
+                                                [None, _handed(&col.items), _handed(&col.data)], 0)
+                out.append(pa.Array.from_buffers(type_, n, [mask, _handed(&col.values)], col.nulls,
                                                  children=[strings]))
             elif col.kind == STRING or col.kind == BINARY:
-                out.append(pa.Array.from_buffers(type_, n, [mask, pa.py_buffer(_bytes(&col.values)),
-                                                            pa.py_buffer(_bytes(&col.data))], col.nulls))
+                out.append(pa.Array.from_buffers(type_, n, [mask, _handed(&col.values),
+                                                            _handed(&col.data)], col.nulls))
             else:
-                out.append(pa.Array.from_buffers(type_, n, [mask, pa.py_buffer(_bytes(&col.values))], col.nulls))
+                out.append(pa.Array.from_buffers(type_, n, [mask, _handed(&col.values)], col.nulls))
         self._start()
         return out
