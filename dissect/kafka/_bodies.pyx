@@ -13,7 +13,7 @@ and errors (counted anomaly rows) always come from the reference.
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.ref cimport Py_INCREF, PyObject
 from cpython.unicode cimport PyUnicode_DecodeUTF8
-from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport int8_t, int64_t, uint8_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy
 
@@ -21,6 +21,7 @@ cdef extern from "Python.h":
     object PyUnicode_New(Py_ssize_t size, Py_UCS4 maxchar)
     void* PyUnicode_DATA(object o)
 
+from kafkatap.dissect._big_endian cimport be_i16, be_i32, be_i64, be_u16, be_u32
 from kafkatap.dissect._tuples cimport new_tuple, put
 from kafkatap.dissect.kafka._apis cimport MAX_API_KEYS, MAX_API_VERSIONS, indexed
 from kafkatap.dissect.kafka._found cimport Found
@@ -444,17 +445,15 @@ cdef int _value(Pass p, int kind, bint nullable, bint flexible, int bytes_as, Py
         if kind == INT8:
             v = <int8_t> b[0]
         elif kind == INT16:
-            v = <int16_t> (b[0] << 8 | b[1])
+            v = be_i16(b)
         elif kind == UINT16:
-            v = b[0] << 8 | b[1]
+            v = be_u16(b)
         elif kind == INT32:
-            v = <int32_t> (<uint32_t> b[0] << 24 | <uint32_t> b[1] << 16 | <uint32_t> b[2] << 8 | b[3])
+            v = be_i32(b)
         elif kind == UINT32:
-            v = <uint32_t> b[0] << 24 | <uint32_t> b[1] << 16 | <uint32_t> b[2] << 8 | b[3]
+            v = be_u32(b)
         else:
-            v = <int64_t> (<uint64_t> b[0] << 56 | <uint64_t> b[1] << 48 | <uint64_t> b[2] << 40 |
-                           <uint64_t> b[3] << 32 | <uint64_t> b[4] << 24 | <uint64_t> b[5] << 16 |
-                           <uint64_t> b[6] << 8 | b[7])
+            v = be_i64(b)
         _int(p, v)
         if keep:
             p.value = v
@@ -519,13 +518,13 @@ cdef int _length(Pass p, bint flexible, bint wide, Py_ssize_t* pos, int64_t* n) 
             return PURE
         b = p.buf + pos[0]
         pos[0] += 4
-        n[0] = <int32_t> (<uint32_t> b[0] << 24 | <uint32_t> b[1] << 16 | <uint32_t> b[2] << 8 | b[3])
+        n[0] = be_i32(b)
         return OK
     if 2 > p.end - pos[0]:
         return PURE
     b = p.buf + pos[0]
     pos[0] += 2
-    n[0] = <int16_t> (b[0] << 8 | b[1])
+    n[0] = be_i16(b)
     return OK
 
 

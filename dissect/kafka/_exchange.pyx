@@ -12,8 +12,9 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.dict cimport PyDict_Next
 from cpython.ref cimport PyObject
 from cpython.unicode cimport PyUnicode_DecodeUTF8
-from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint32_t
+from libc.stdint cimport int32_t, int64_t, uint8_t
 
+from kafkatap.dissect._big_endian cimport be_i16, be_i32
 from kafkatap.dissect.kafka._account cimport Account
 from kafkatap.dissect.kafka._apis cimport MAX_API_KEYS, MAX_API_VERSIONS, indexed
 from kafkatap.dissect.kafka._bodies cimport read_request as _read_request, read_response as _read_response
@@ -53,10 +54,6 @@ cdef Py_ssize_t _TS = Where._fields.index("ts_us")
 cdef int _REQUEST = REQUEST, _RESPONSE = RESPONSE
 
 
-cdef inline int32_t _i32(const uint8_t* b):
-    return <int32_t> (<uint32_t> b[0] << 24 | <uint32_t> b[1] << 16 | <uint32_t> b[2] << 8 | b[3])
-
-
 cdef class ExchangeFields:
     """The field of exchange.Exchange these fast paths read for every message, as a C struct member (Exchange's
     compiled base; Exchange.__init__ sets it)."""
@@ -89,11 +86,11 @@ cpdef request(exchange, ConnState st, at, offset, bytes payload, where):
         raise TypeError("request: st must be a ConnState")
     if n < 10 or st.sasl.expected or st.orphans.held:
         return exchange.request(st, at, offset, payload, where)
-    api_key, api_version, correlation_id = <int16_t> (b[0] << 8 | b[1]), <int16_t> (b[2] << 8 | b[3]), _i32(b + 4)
+    api_key, api_version, correlation_id = be_i16(b), be_i16(b + 2), be_i32(b + 4)
     version = _HEADER_VERSIONS[api_key][api_version] if indexed(api_key, api_version) else 0
     if version == 0 or api_key in _DICT_APIS:  # the method reads those (once, with their dicts)
         return exchange.request(st, at, offset, payload, where)
-    length = <int16_t> (b[8] << 8 | b[9])
+    length = be_i16(b + 8)
     pos = 10
     client_id = None
     if length >= 0:
@@ -154,7 +151,7 @@ cpdef response(exchange, ConnState st, at, offset, bytes payload, where):
     if n < 4:
         return exchange.response(st, at, offset, payload, where)
     pending = st.inflight.pending
-    correlation_id = _i32(<const uint8_t*> PyBytes_AS_STRING(payload))
+    correlation_id = be_i32(<const uint8_t*> PyBytes_AS_STRING(payload))
     if not PyDict_Next(pending, &i, &first, &value) or <object> first != correlation_id:
         return exchange.response(st, at, offset, payload, where)  # not the oldest request's answer
     cdef Request req = <Request> value

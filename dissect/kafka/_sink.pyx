@@ -11,8 +11,9 @@ from cpython.bytearray cimport (PyByteArray_AS_STRING, PyByteArray_FromStringAnd
                                 PyByteArray_Resize)
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from libc.string cimport memcpy
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
+from libc.stdint cimport int64_t, uint8_t
 
+from kafkatap.dissect._big_endian cimport be_i32
 from kafkatap.dissect.kafka._account cimport Account
 from kafkatap.dissect.kafka._exchange cimport request as _request, response as _response
 from kafkatap.dissect.kafka._framing cimport FramerFields
@@ -87,7 +88,7 @@ cdef _feed(exchange, ConnState st, int side, bytes data, where):
 
 cdef inline int64_t _size(const uint8_t* b):
     """A frame's size prefix."""
-    return <int32_t> (<uint32_t> b[0] << 24 | <uint32_t> b[1] << 16 | <uint32_t> b[2] << 8 | b[3])
+    return be_i32(b)
 
 
 cdef inline bint _fits(FramerFields framer, int64_t size) except -1:

@@ -10,8 +10,9 @@ three-stream hardware loop is faster on long data; it is imported at the first o
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
-from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 
+from kafkatap.dissect._big_endian cimport be_i16, be_i32, be_i64, be_u32
 from kafkatap.dissect._tuples cimport new_tuple, put
 
 from kafkatap.dissect.errors import DecodeError
@@ -130,14 +131,6 @@ cdef object _batch(bytes data, Py_ssize_t pos, Header* h, bint crc_matches):
     return batch
 
 
-cdef inline int64_t _be(const uint8_t* b, int n) noexcept:
-    cdef uint64_t v = 0
-    cdef int i
-    for i in range(n):
-        v = v << 8 | b[i]
-    return <int64_t> v
-
-
 cdef Next next_batch(const uint8_t* b, Py_ssize_t left, Header* h) noexcept:
     """What the `left` bytes at b start with; h.size, h.length and h.magic are set unless END or a PARTIAL prefix,
     the whole header for a BATCH. Reads only bytes below b + left."""
@@ -145,7 +138,7 @@ cdef Next next_batch(const uint8_t* b, Py_ssize_t left, Header* h) noexcept:
         return END
     if left < 17:
         return PARTIAL
-    h.length = <int32_t> _be(b + 8, 4)
+    h.length = be_i32(b + 8)
     h.magic = b[16]
     if h.magic > 2 or h.length < _MIN_LENGTH[h.magic]:
         return BAD
@@ -154,17 +147,17 @@ cdef Next next_batch(const uint8_t* b, Py_ssize_t left, Header* h) noexcept:
         return PARTIAL
     if h.magic != 2:
         return LEGACY
-    h.base_offset = _be(b, 8)
-    h.partition_leader_epoch = <int32_t> _be(b + 12, 4)
-    h.crc = <uint32_t> _be(b + 17, 4)
-    h.attributes = <int16_t> _be(b + 21, 2)
-    h.last_offset_delta = <int32_t> _be(b + 23, 4)
-    h.first_timestamp = _be(b + 27, 8)
-    h.max_timestamp = _be(b + 35, 8)
-    h.producer_id = _be(b + 43, 8)
-    h.producer_epoch = <int16_t> _be(b + 51, 2)
-    h.base_sequence = <int32_t> _be(b + 53, 4)
-    h.record_count = <int32_t> _be(b + 57, 4)
+    h.base_offset = be_i64(b)
+    h.partition_leader_epoch = be_i32(b + 12)
+    h.crc = be_u32(b + 17)
+    h.attributes = be_i16(b + 21)
+    h.last_offset_delta = be_i32(b + 23)
+    h.first_timestamp = be_i64(b + 27)
+    h.max_timestamp = be_i64(b + 35)
+    h.producer_id = be_i64(b + 43)
+    h.producer_epoch = be_i16(b + 51)
+    h.base_sequence = be_i32(b + 53)
+    h.record_count = be_i32(b + 57)
     return BATCH
 
 
