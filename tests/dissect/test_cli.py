@@ -82,16 +82,3 @@ def test_the_command_freezes_what_its_imports_made_before_the_run(tmp_path: Path
         gc.unfreeze()
     assert frozen and frozen[0] > 10_000
 
-
-def test_a_quiet_run_with_nothing_to_say_never_imports_rich(tmp_path: Path) -> None:
-    """rich costs about 25 ms of the command's start (a fortieth of a chatty capture's dissect): a quiet run with no
-    warning to print does without it, and a run that renders its summary still renders it."""
-    capture = SAMPLES / "idempotent.pcapng"
-    ports = [f"--port={p}" for p in load_truth(capture.stem)["broker_ports"]]
-    code = ("import sys; from kafkatap.dissect.cli import main; "
-            "rc = main(sys.argv[1:]); print(rc, 'rich' in sys.modules)")
-    for quiet, expected in ((["-q"], ["0", "False"]), ([], ["0", "True"])):
-        run = subprocess.run([sys.executable, "-c", code, str(capture), "-o", str(tmp_path / f"out{len(quiet)}"),
-                              *ports, *quiet], capture_output=True, text=True, cwd=tmp_path)
-        assert run.stdout.split() == expected, run.stderr
-        assert ("kafkatap dissect" in run.stderr) is not quiet  # the summary table
