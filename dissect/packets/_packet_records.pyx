@@ -1,5 +1,5 @@
 # cython: boundscheck=True, wraparound=False
-"""Compiled twins of the capture files' packet record walks: pcap.record_offsets and pcapng.epb_run.
+"""Compiled twins of the capture files' packet record walks: pcap.record_walk and pcapng.epb_run.
 
 A record's length is only known from its header, so these walks are one loop per record: in Python, the cost of a
 small packet's record is of the same order as all its header parsing. In C the loop waits on memory instead: where
@@ -48,23 +48,27 @@ cdef inline uint32_t _u32(const unsigned char[::1] b, Py_ssize_t i, bint little)
     return <uint32_t>b[i] << 24 | <uint32_t>b[i + 1] << 16 | <uint32_t>b[i + 2] << 8 | b[i + 3]
 
 
-def record_offsets(const unsigned char[::1] buf, Py_ssize_t head, bint little):
-    """pcap.record_offsets: (offsets of the whole records at the start of buf, offset after the last of them, end of
-    the record the walk stopped at or after)."""
-    if head < 12:
-        raise ValueError(f"a record header of {head} bytes has no caplen")
+def record_walk(const unsigned char[::1] buf, Py_ssize_t head, bint little):
+    """pcap.record_walk: (the whole records at the start of buf as columns of their offsets, seconds, fractions,
+    caplens and origlens; offset after the last of them; end of the record the walk stopped at or after)."""
+    if head < 16:
+        raise ValueError(f"a record header of {head} bytes has no origlen")
     cdef Py_ssize_t n = buf.shape[0], off = 0, end = 0, count = 0, line = 0
-    offsets = np.empty(n // head, np.int64)  # room for the most records buf can hold: only the used part is touched
-    cdef int64_t[::1] out = offsets
+    columns = np.empty((n // head, 5), np.int64)  # a row for the most records buf can hold: only those used are touched
+    cdef int64_t[:, ::1] out = columns
+    cdef uint32_t caplen
     while off + head <= n:
         line = _fetch(buf, off, line)
-        end = off + head + _u32(buf, off + 8, little)
+        caplen = _u32(buf, off + 8, little)
+        end = off + head + caplen
         if end > n:
             break
-        out[count] = off
+        out[count, 0], out[count, 1], out[count, 2] = off, _u32(buf, off, little), _u32(buf, off + 4, little)
+        out[count, 3], out[count, 4] = caplen, _u32(buf, off + 12, little)
         count += 1
         off = end
-    return offsets[:count].copy(), off, end
+    used = columns[:count].T.copy()
+    return (used[0], used[1], used[2], used[3], used[4]), off, end
 
 
 cdef Py_ssize_t _epb_end(const unsigned char[::1] buf, Py_ssize_t off, bint little, int64_t section_base,

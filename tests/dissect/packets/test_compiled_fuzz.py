@@ -66,23 +66,25 @@ def test_parse_frames_rejects_arrays_that_do_not_fit_the_buffer() -> None:
 
 
 def records(rnd: random.Random, head: int, little: bool) -> bytes:
-    """pcap records with damaged lengths now and then, and a cut one at the end."""
+    """pcap records with damaged lengths now and then, any timestamps and original lengths, and a cut one at the end."""
     e = "<" if little else ">"
     out = []
     for _ in range(rnd.randrange(0, 40)):
         body = rnd.randbytes(rnd.randrange(0, 90))
         caplen = len(body) if rnd.random() < 0.9 else rnd.choice((0, 1, 0xFFFFFFFF, len(body) + 5, 1 << 31))
-        out.append(struct.pack(e + "IIII", 1, 2, caplen, caplen) + b"\0" * (head - 16) + body)
+        origlen = caplen if rnd.random() < 0.7 else rnd.getrandbits(32)
+        out.append(struct.pack(e + "IIII", rnd.getrandbits(32), rnd.getrandbits(32), caplen, origlen)
+                   + b"\0" * (head - 16) + body)
     data = b"".join(out)
     return data[:rnd.randrange(len(data) + 1)] if rnd.random() < 0.5 else data
 
 
-def test_record_offsets_match_python() -> None:
+def test_record_walk_matches_python() -> None:
     rnd = random.Random(5)
     for _ in range(3000):
         head, little = rnd.choice((16, 24)), rnd.random() < 0.5
         buf = records(rnd, head, little)
-        assert_same(_packet_records.record_offsets(buf, head, little), pcap.record_offsets(buf, head, little))
+        assert_same(_packet_records.record_walk(buf, head, little), pcap.record_walk(buf, head, little))
 
 
 def blocks(rnd: random.Random, little: bool) -> bytes:
