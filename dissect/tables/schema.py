@@ -204,6 +204,10 @@ CONNECTIONS = table(
            "the connection's first segment with payload, SYN, FIN or RST are not seen."),
 )
 
+MESSAGE_TEXT = frozenset({"request_json", "response_json"})
+"""The string columns whose values are each message's own (its body as JSON), where the others' repeat: the writer
+gives those a dictionary, and no dictionary could hold these."""
+
 TCP_COUNTS = ("handshake_rtt_us", "retransmissions", "out_of_order", "resets", "zero_windows")
 """The columns of CONNECTIONS the report's sessions/connections carries on (with their documentation)."""
 

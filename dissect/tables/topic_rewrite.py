@@ -10,6 +10,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from kafkatap.dissect.tables.writer import parquet_writer
+
 TOPIC_COLUMNS = {"frames": "topics", "batches": "topic", "records": "topic", "share": "topic"}
 
 Unresolved = dict[str, set[str]]
@@ -56,7 +58,7 @@ def _rewrite_part(path: Path, column: str, mapping: dict[str, str]) -> None:
     tmp = path.with_suffix(".tmp")
     keys = pa.array(list(mapping))
     values = pa.array(list(mapping.values()))
-    with pq.ParquetWriter(tmp, source.schema_arrow, compression="zstd") as writer:
+    with parquet_writer(tmp, source.schema_arrow) as writer:
         for i in range(source.num_row_groups):
             group = source.read_row_group(i)
             idx = group.schema.get_field_index(column)

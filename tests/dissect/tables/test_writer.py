@@ -121,3 +121,31 @@ def test_the_row_builder_matches_pyarrow_and_refuses_whole_rows() -> None:
             ours.validate(full=True)
             assert ours.type == theirs.type and ours.equals(theirs), (taken, ours, theirs)
     assert compiled.builder(pa.struct([pa.field("f", pa.float64())])) is None
+
+
+def test_only_repeating_strings_get_a_dictionary(tmp_path: Path) -> None:
+    """Every table's string columns but a message's JSON are written with a dictionary; integers, payload bytes and
+    the JSON plain (their dictionaries overflowed and cost writing time and file size), as `dictionary_columns` says,
+    in the dissector's files and in those a topic rewrite writes again."""
+    from kafkatap.dissect.run import dissect_captures
+    from kafkatap.dissect.tables.schema import MESSAGE_TEXT, TABLES
+    from kafkatap.dissect.tables.topic_rewrite import _rewrite_part
+    from tests.support.paths import SAMPLES
+
+    assert MESSAGE_TEXT <= {name for schema in TABLES.values() for name in schema.names}
+    dissect_captures([str(SAMPLES / "day_in_the_life.pcapng")], str(tmp_path), records=True, payloads=True)
+    checked = 0
+    for name, schema in TABLES.items():
+        wanted = set(writer.dictionary_columns(schema))
+        assert wanted and not wanted & MESSAGE_TEXT
+        for part in (tmp_path / name).glob("*.parquet"):
+            if name == "frames":
+                _rewrite_part(part, "topics", {})
+            meta = pq.ParquetFile(part).metadata
+            for i in range(meta.num_row_groups):
+                for c in range(meta.num_columns):
+                    chunk = meta.row_group(i).column(c)
+                    column = chunk.path_in_schema
+                    assert ("RLE_DICTIONARY" in chunk.encodings) is (column in wanted), (name, column, chunk.encodings)
+                    checked += 1
+    assert checked > 100 and "topics.list.element" in writer.dictionary_columns(TABLES["frames"])
