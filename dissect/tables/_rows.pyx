@@ -16,6 +16,7 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.tuple cimport PyTuple_GET_SIZE
 from libc.stdint cimport INT64_MAX, INT64_MIN, uint8_t
 
+from kafkatap.dissect.kafka._apis cimport MAX_API_KEYS
 from kafkatap.dissect.kafka._found cimport Found
 from kafkatap.dissect.kafka._messages cimport Messages
 from kafkatap.dissect.kafka._state cimport ConnState, Request, Response
@@ -40,12 +41,13 @@ from kafkatap.dissect.tables.batches import FETCHES
 from kafkatap.dissect.tables.frames_row import NO_ENTITIES
 from kafkatap.dissect.tables.schema import BATCHES
 
-cdef dict _NAMES = {key: row[0] for key, row in APIS.items()}
+# By api key, each a tuple's item read in C where a dict's lookup hashed the key (an api past them: no name, pure path)
+cdef tuple _NAMES = tuple(APIS[key][0] if key in APIS else None for key in range(MAX_API_KEYS))
+cdef tuple _SHARE = tuple(key in SHARE_APIS for key in range(MAX_API_KEYS))
 cdef tuple _NO_ENTITIES = NO_ENTITIES
 cdef int _PRODUCE = ApiKey.PRODUCE, _FETCH = ApiKey.FETCH
 cdef frozenset _FETCHES = FETCHES
 cdef dict _ERRORS = ERRORS
-cdef frozenset _SHARE_APIS = frozenset(SHARE_APIS)  # a hash lookup per frame, not a comparison with each
 cdef object _split_batches = _batch_headers.split_batches
 # Positions in the tuples read here, from the NamedTuples that declare them (read as tuples: no attribute lookup)
 cdef Py_ssize_t _JSON = Body._fields.index("json"), _FOUND = Body._fields.index("found")
@@ -157,10 +159,12 @@ cdef _frame(RowsFields rows, ConnState st, Request req, Response resp, where, bi
     if unpaired or resp is None:
         _split_plain(req)
         return reference.frame(rows, st, req, resp, where, unpaired)
-    qbody, rbody, api_key = req.body, resp.body, req.api_key
-    name = _NAMES.get(api_key)
+    qbody, rbody = req.body, resp.body
+    cdef int api_key = req.api_key
+    cdef bint known_key = 0 <= api_key < MAX_API_KEYS
+    name = _NAMES[api_key] if known_key else None
     if (qbody is None or rbody is None or name is None or req.error is not None or resp.error is not None
-            or not req.known or api_key in _SHARE_APIS or (<tuple> qbody)[_FOUND] is None
+            or not req.known or _SHARE[api_key] or (<tuple> qbody)[_FOUND] is None
             or (<tuple> rbody)[_FOUND] is None):
         _split_plain(req)
         return reference.frame(rows, st, req, resp, where, unpaired)
