@@ -246,9 +246,6 @@ cdef class _Memory:
     def __getbuffer__(self, Py_buffer* view, int flags):
         PyBuffer_FillInfo(view, self, self.p, self.size, 1, flags)
 
-    def __releasebuffer__(self, Py_buffer* view):
-        pass
-
     def __dealloc__(self):
         free(self.p)
 
