@@ -65,7 +65,7 @@ cdef _feed(exchange, ConnState st, int side, bytes data, where):
     if framer.synced and not framer.skip:
         if not framer.buf:
             if n >= 4:
-                size = _size(b)
+                size = be_i32(b)  # the frame's size prefix
                 if size + 4 == n and _fits(framer, size):
                     offset = framer.offset
                     framer.offset = offset + n
@@ -84,11 +84,6 @@ cdef _feed(exchange, ConnState st, int side, bytes data, where):
     frames = framer.feed(data, where)
     if frames:
         _handle(exchange, st, direction, frames, where)
-
-
-cdef inline int64_t _size(const uint8_t* b):
-    """A frame's size prefix."""
-    return be_i32(b)
 
 
 cdef inline bint _fits(FramerFields framer, int64_t size) except -1:
@@ -112,7 +107,7 @@ cdef bint _buffered(exchange, ConnState st, int direction, FramerFields framer, 
     if old < 4:
         return False
     cdef const uint8_t* head = <const uint8_t*> PyByteArray_AS_STRING(buf)
-    cdef int64_t size = _size(head)
+    cdef int64_t size = be_i32(head)
     if old + n != size + 4 or not _fits(framer, size):
         return False
     payload = PyBytes_FromStringAndSize(NULL, size)

@@ -161,8 +161,7 @@ cdef _frame(RowsFields rows, ConnState st, Request req, Response resp, where, bi
         return reference.frame(rows, st, req, resp, where, unpaired)
     qbody, rbody = req.body, resp.body
     cdef int api_key = req.api_key
-    cdef bint known_key = 0 <= api_key < MAX_API_KEYS
-    name = _NAMES[api_key] if known_key else None
+    name = _NAMES[api_key] if 0 <= api_key < MAX_API_KEYS else None
     if (qbody is None or rbody is None or name is None or req.error is not None or resp.error is not None
             or not req.known or _SHARE[api_key] or (<tuple> qbody)[_FOUND] is None
             or (<tuple> rbody)[_FOUND] is None):
