@@ -1,8 +1,9 @@
 """The jar of kafkatap's own JVM classes (`pipelines/*.java`): compiled once per Spark, loaded by every local session.
 
-Three classes, each Java because what it does is only open to JVM code: the planner extension (OneTaskShuffles.java,
-`planner_extension`), the class linker the class archive's dump calls first (LoadedClasses.java, `class_archive`) and
-the driver's class loader that remembers misses (ClassLookups.java, `class_lookups`). They are compiled here, on
+Four classes, each Java because what it does is only open to JVM code: the planner extension (OneTaskShuffles.java,
+`planner_extension`), the class linker the class archive's dump calls first (LoadedClasses.java, `class_archive`),
+the driver's class loader that remembers misses (ClassLookups.java, `class_lookups`) and py4j's objects listed and
+released many at a time (GatewayObjects.java, `gateway_objects`). They are compiled here, on
 first use, against the installed pyspark's jars (`javac` from the JDK `make` installs, or JAVA_HOME's), into the same
 cache as the class archives, and a local session loads the jar from there (`spark.jars`, which the driver's class
 archive does not depend on). Without a Java compiler a run is the same, only slower: one warning says so.

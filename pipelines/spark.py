@@ -11,7 +11,8 @@ from pathlib import Path
 from pyspark import SparkConf
 from pyspark.sql import SparkSession
 
-from kafkatap.pipelines import class_archive, planner_extension
+from kafkatap.pipelines import class_archive, gateway_objects, planner_extension
+from kafkatap.pipelines.jvm_columns import make_once
 from kafkatap.pipelines.jvm_names import remember_names
 from kafkatap.pipelines.launch import launch, starts_jvm
 from kafkatap.pipelines.ship import ship
@@ -127,6 +128,8 @@ def get_spark(app: str, master: str | None = None, shuffle_partitions: int | Non
     builder = SparkSession.builder.config(conf=conf)
     spark = launch(builder, master, log, conf if ours else None) if launched else builder.getOrCreate()
     remember_names(spark.sparkContext._jvm)
+    make_once(spark.sparkContext._jvm)
+    gateway_objects.use(spark.sparkContext)
     if one_machine and launched:
         class_archive.check_mapped(spark)  # the archive it was given, if any: removed if refused
     if one_machine:

@@ -67,8 +67,9 @@ def spark() -> Iterator["pyspark.sql.SparkSession"]:  # noqa: F821 - pyspark imp
     pytest.importorskip("pyspark")
     from pyspark.sql import SparkSession
 
-    from kafkatap.pipelines import planner_extension
+    from kafkatap.pipelines import gateway_objects, planner_extension
     from kafkatap.pipelines.intermediates import run_conf
+    from kafkatap.pipelines.jvm_columns import make_once
     from kafkatap.pipelines.jvm_names import remember_names
     from kafkatap.pipelines.spark import SETTINGS, STARTUP_SETTINGS, THROUGHPUT_GC
 
@@ -89,6 +90,8 @@ def spark() -> Iterator["pyspark.sql.SparkSession"]:  # noqa: F821 - pyspark imp
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     remember_names(session.sparkContext._jvm)
+    make_once(session.sparkContext._jvm)
+    gateway_objects.use(session.sparkContext)
     yield session
     session.stop()
 
