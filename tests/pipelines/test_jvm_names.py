@@ -11,33 +11,22 @@ from kafkatap.pipelines.jvm_names import remember_names
 pytestmark = pytest.mark.spark
 
 
-@pytest.fixture
-def lookups(spark, monkeypatch) -> list[str]:
-    """The reflection commands (lookups of names) py4j sends to the session's JVM from now on."""
-    client = spark.sparkContext._gateway._gateway_client
-    sent: list[str] = []
-    send = client.send_command
-
-    def counted(command: str, *args, **kwargs):
-        if command.startswith("r\n"):
-            sent.append(command)
-        return send(command, *args, **kwargs)
-
-    monkeypatch.setattr(client, "send_command", counted)
-    return sent
+def _lookups(commands: list[str]) -> list[str]:
+    """The reflection commands (lookups of names) among py4j's commands."""
+    return [c for c in commands if c.startswith("r\n")]
 
 
-def test_a_column_function_looks_its_names_up_once(spark, lookups) -> None:
+def test_a_column_function_looks_its_names_up_once(spark, py4j_commands) -> None:
     from pyspark.sql import functions as F
 
     F.col("a"), F.lit(1), spark.range(1).select("id", F.col("id") + 1)  # the names' first use, whenever that was
-    lookups.clear()
+    py4j_commands.clear()
     rows = spark.range(3).select(F.col("id"), (F.col("id") * 2).alias("twice"), F.lit("x").alias("x")).collect()
-    assert lookups == []
+    assert _lookups(py4j_commands) == []
     assert [tuple(r) for r in rows] == [(0, 0, "x"), (1, 2, "x"), (2, 4, "x")]
 
 
-def test_fields_packages_and_failed_lookups_are_asked_every_time(spark, lookups) -> None:
+def test_fields_packages_and_failed_lookups_are_asked_every_time(spark, py4j_commands) -> None:
     jvm = spark.sparkContext._jvm
     assert isinstance(jvm.java, JavaPackage) and "java" not in vars(jvm)
     integer = jvm.Integer  # java.lang.* is imported: a class, kept
@@ -46,6 +35,7 @@ def test_fields_packages_and_failed_lookups_are_asked_every_time(spark, lookups)
     for _ in range(2):
         with pytest.raises(Py4JError):
             jvm.PythonUtils.noSuchMethodAnywhere()
+    lookups = _lookups(py4j_commands)
     assert sum("MAX_VALUE" in c for c in lookups) == 2 and sum("noSuchMethodAnywhere" in c for c in lookups) == 2
 
 
