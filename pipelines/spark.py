@@ -8,7 +8,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from pyspark import SparkConf
+from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
 from kafkatap.pipelines import class_archive, gateway_objects, planner_extension
@@ -96,6 +96,15 @@ def one_machine_settings(short_run: bool, archive_options: str) -> dict[str, str
             "spark.executor.extraJavaOptions": jvm}
 
 
+def fewer_jvm_calls(context: SparkContext) -> None:
+    """What PySpark asks the JVM through py4j, asked less: the classes and static methods it names looked up once
+    (`jvm_names`), a column by name and a plain literal made once (`jvm_columns`), and lists and releases of Java
+    objects many in one call (`gateway_objects`, where the JVM has kafkatap's classes)."""
+    remember_names(context._jvm)
+    make_once(context._jvm)
+    gateway_objects.use(context)
+
+
 def get_spark(app: str, master: str | None = None, shuffle_partitions: int | None = None,
               log: str | None = None, short_run: bool = False) -> SparkSession:
     """Reuse the running session (spark-submit, tests) or start one; `master` only applies to a new one, and so do
@@ -103,8 +112,8 @@ def get_spark(app: str, master: str | None = None, shuffle_partitions: int | Non
     `inputs.short_run`: its JVMs on this machine then compile with C1 only, `QUICK_JIT`). A JVM that cannot start (no
     Java, no master) is a `CommandError`. A session on a cluster gets the package shipped to its executors (`ship`);
     one whose JVM starts here on this machine loads kafkatap's JVM classes: the planner extension
-    (`planner_extension`) and the driver's class loader that remembers misses (`class_lookups`). The JVM's classes and
-    static methods PySpark names are looked up once (`jvm_names`)."""
+    (`planner_extension`) and the driver's class loader that remembers misses (`class_lookups`). Python asks the JVM
+    less (`fewer_jvm_calls`)."""
     options = {"spark.app.name": app, **({"spark.master": master} if master else {}), **SETTINGS, **STARTUP_SETTINGS}
     one_machine = on_this_machine(master)
     launched = starts_jvm()  # not so under spark-submit: its JVM has its class path, jars and extensions already
@@ -127,9 +136,7 @@ def get_spark(app: str, master: str | None = None, shuffle_partitions: int | Non
     conf = SparkConf(loadDefaults=False).setAll(options.items())
     builder = SparkSession.builder.config(conf=conf)
     spark = launch(builder, master, log, conf if ours else None) if launched else builder.getOrCreate()
-    remember_names(spark.sparkContext._jvm)
-    make_once(spark.sparkContext._jvm)
-    gateway_objects.use(spark.sparkContext)
+    fewer_jvm_calls(spark.sparkContext)
     if one_machine and launched:
         class_archive.check_mapped(spark)  # the archive it was given, if any: removed if refused
     if one_machine:

@@ -50,28 +50,26 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> Iterat
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator["pyspark.sql.SparkSession"]:  # noqa: F821 - pyspark imported lazily
-    """local[2] with the settings `kafkatap analyze` gives a small input (`intermediates.run_conf`:
-    no shuffle partitions to speak of, no broadcasts, expressions interpreted), the planner extension
-    (`planner_extension`), JVM names looked up once (`jvm_names`) and every session's settings (`spark.SETTINGS`,
+    """local[2] with the settings `kafkatap analyze` gives a small input (`intermediates.run_conf`: no shuffle
+    partitions to speak of, no broadcasts, expressions interpreted), the planner extension (`planner_extension`),
+    fewer calls into the JVM (`spark.fewer_jvm_calls`) and every session's settings (`spark.SETTINGS`,
     `STARTUP_SETTINGS`): test frames are tiny, and thousands of different small queries are what the session runs.
     Both of the JVM's compilers, unlike a short run's quick one only (`spark.QUICK_JIT`): this JVM plans queries for
     the whole test process, long enough for the optimizing compiler's code of Spark's planner to pay back its
     compiling (measured in docs/performance.md, "Both compilers for the tests' session"); the throughput collector
-    of every JVM the commands start (`spark.THROUGHPUT_GC`): test_fenced and test_duplicates took 125 s with it against
-    128 s with G1, alternating.
-    2 GB of driver heap: the pipelines' query plans are large (many windows and unions) and every test keeps adding
-    to the same JVM. 2 MB memory pages: Spark sizes a page from the heap and the cores (32 MB here) and each hash
-    aggregation, sort and broadcast table takes whole pages, while the session's storage keeps earlier broadcasts;
-    late in a run, a task could not get one more page for a few kB of groups (AGGREGATE_OUT_OF_MEMORY in
-    tests/pipelines/test_samples on share_group, in a fresh clone; CI failed in the same fixture)."""
+    of every JVM the commands start (`spark.THROUGHPUT_GC`): test_fenced and test_duplicates took 125 s with it
+    against 128 s with G1, alternating. 2 GB of driver heap: the pipelines' query plans are large (many windows and
+    unions) and every test keeps adding to the same JVM. 2 MB memory pages: Spark sizes a page from the heap and the
+    cores (32 MB here) and each hash aggregation, sort and broadcast table takes whole pages, while the session's
+    storage keeps earlier broadcasts; late in a run, a task could not get one more page for a few kB of groups
+    (AGGREGATE_OUT_OF_MEMORY in tests/pipelines/test_samples on share_group, in a fresh clone; CI failed in the same
+    fixture)."""
     pytest.importorskip("pyspark")
     from pyspark.sql import SparkSession
 
-    from kafkatap.pipelines import gateway_objects, planner_extension
+    from kafkatap.pipelines import planner_extension
     from kafkatap.pipelines.intermediates import run_conf
-    from kafkatap.pipelines.jvm_columns import make_once
-    from kafkatap.pipelines.jvm_names import remember_names
-    from kafkatap.pipelines.spark import SETTINGS, STARTUP_SETTINGS, THROUGHPUT_GC
+    from kafkatap.pipelines.spark import SETTINGS, STARTUP_SETTINGS, THROUGHPUT_GC, fewer_jvm_calls
 
     builder = (
         SparkSession.builder.master("local[2]")
@@ -89,9 +87,7 @@ def spark() -> Iterator["pyspark.sql.SparkSession"]:  # noqa: F821 - pyspark imp
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
-    remember_names(session.sparkContext._jvm)
-    make_once(session.sparkContext._jvm)
-    gateway_objects.use(session.sparkContext)
+    fewer_jvm_calls(session.sparkContext)
     yield session
     session.stop()
 
