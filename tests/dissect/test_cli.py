@@ -81,4 +81,3 @@ def test_the_command_freezes_what_its_imports_made_before_the_run(tmp_path: Path
     finally:
         gc.unfreeze()
     assert frozen and frozen[0] > 10_000
-
